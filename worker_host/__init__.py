@@ -1,0 +1,1 @@
+"""worker-host: run untrusted agent plugins inside WebAssembly isolates."""

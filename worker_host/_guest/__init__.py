@@ -1,0 +1,1 @@
+"""The committed QuickJS-NG guest module, its prelude and build record."""

@@ -1,0 +1,119 @@
+"""The process-wide guest runtime: one wasmtime engine, the compiled QuickJS-NG
+guest module (cached on disk), and the epoch ticker that bounds CPU time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import threading
+import time
+from importlib import metadata, resources
+from pathlib import Path
+
+import wasmtime
+
+from ._limits import NATIVE_WASM_STACK_BYTES
+
+# Epoch interruption: a daemon thread advances the engine's epoch every tick and
+# each store traps once its deadline (in ticks) passes, so the host never polls
+# from Python while guest code runs.
+EPOCH_TICK_SECONDS = 0.005
+
+_GUEST_PACKAGE = "worker_host._guest"
+_GUEST_MODULE = "quickjs-guest.wasm"
+_PRELUDE = "prelude.js"
+
+
+def guest_record() -> dict[str, object]:
+    """The build record of the committed guest (versions and input digests)."""
+    text = resources.files(_GUEST_PACKAGE).joinpath("guest.json").read_text("utf-8")
+    record: dict[str, object] = json.loads(text)
+    return record
+
+
+class GuestRuntime:
+    """Compiles (or loads from the cache) the guest once and makes isolates cheap.
+
+    `cache_dir`, when given, holds `Module.serialize` output keyed by the guest's
+    digest, the wasmtime version and the engine settings. Serialized modules are
+    native code: the directory must be writable only by this user (it is created
+    with mode 0700).
+    """
+
+    def __init__(self, cache_dir: str | os.PathLike[str] | None = None) -> None:
+        config = wasmtime.Config()
+        config.epoch_interruption = True
+        config.max_wasm_stack = NATIVE_WASM_STACK_BYTES
+        config.cranelift_opt_level = "speed"
+        self.engine = wasmtime.Engine(config)
+        guest = resources.files(_GUEST_PACKAGE)
+        wasm = guest.joinpath(_GUEST_MODULE).read_bytes()
+        self.prelude = guest.joinpath(_PRELUDE).read_bytes()
+        self.guest_sha256 = hashlib.sha256(wasm).hexdigest()
+        self.module = self._load_module(wasm, None if cache_dir is None else Path(cache_dir))
+        linker = wasmtime.Linker(self.engine)
+        linker.define_wasi()
+        self.instance_pre = linker.instantiate_pre(self.module)
+        self._ticker_started = False
+        self._ticker_lock = threading.Lock()
+
+    def _cache_key(self) -> str:
+        settings = {
+            "guest": self.guest_sha256,
+            "wasmtime": metadata.version("wasmtime"),
+            "stack": NATIVE_WASM_STACK_BYTES,
+            "epoch": True,
+        }
+        return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:32]
+
+    def _load_module(self, wasm: bytes, cache_dir: Path | None) -> wasmtime.Module:
+        if cache_dir is None:
+            return wasmtime.Module(self.engine, wasm)
+        path = cache_dir / f"guest-{self._cache_key()}.cwasm"
+        if path.is_file():
+            try:
+                return wasmtime.Module.deserialize_file(self.engine, str(path))
+            except wasmtime.WasmtimeError:
+                path.unlink(missing_ok=True)
+        module = wasmtime.Module(self.engine, wasm)
+        try:
+            cache_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            with tempfile.NamedTemporaryFile(dir=cache_dir, delete=False) as handle:
+                handle.write(module.serialize())
+            os.replace(handle.name, path)
+        except OSError:
+            pass  # the cache is an optimisation; an unwritable one only costs a compile
+        return module
+
+    def ensure_ticker(self) -> None:
+        """Starts the epoch ticker thread once per runtime."""
+        with self._ticker_lock:
+            if self._ticker_started:
+                return
+            self._ticker_started = True
+        engine = self.engine
+
+        def tick() -> None:
+            while True:
+                time.sleep(EPOCH_TICK_SECONDS)
+                engine.increment_epoch()
+
+        threading.Thread(target=tick, name="worker-host-epoch", daemon=True).start()
+
+
+_shared: dict[Path | None, GuestRuntime] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_runtime(cache_dir: str | os.PathLike[str] | None = None) -> GuestRuntime:
+    """The runtime for this process and cache directory, created on first use."""
+    key = None if cache_dir is None else Path(cache_dir)
+    with _shared_lock:
+        runtime = _shared.get(key)
+        if runtime is None:
+            runtime = GuestRuntime(key)
+            _shared[key] = runtime
+        return runtime
