@@ -1,1 +1,43 @@
-"""worker-host: run untrusted agent plugins inside WebAssembly isolates."""
+"""worker-host: run untrusted agent plugins inside WebAssembly isolates.
+
+The embedding API is an async `Host` with `Session`s; the `worker-host` CLI is
+a thin shell over it. See README.md.
+"""
+
+from ._activation import Activation, PluginCode, PluginRunner, SetupFailed
+from ._errors import IsolateFault, WorkerHostError
+from ._host import (
+    Host,
+    HostConfig,
+    PluginInfo,
+    RefreshResult,
+    Session,
+    ToolInfo,
+    default_data_dir,
+)
+from ._limits import IsolateLimits
+from ._manifest import Manifest, ToolDescriptor
+from ._runtime import GuestRuntime, shared_runtime
+from ._tools import ToolResult
+
+__all__ = [
+    "Activation",
+    "GuestRuntime",
+    "Host",
+    "HostConfig",
+    "IsolateFault",
+    "IsolateLimits",
+    "Manifest",
+    "PluginCode",
+    "PluginInfo",
+    "PluginRunner",
+    "RefreshResult",
+    "Session",
+    "SetupFailed",
+    "ToolDescriptor",
+    "ToolInfo",
+    "ToolResult",
+    "WorkerHostError",
+    "default_data_dir",
+    "shared_runtime",
+]

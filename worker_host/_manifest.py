@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from functools import lru_cache
 from dataclasses import dataclass
 from typing import Any
 
@@ -168,3 +169,12 @@ def _tool_json(tool: ToolDescriptor) -> dict[str, Any]:
     if tool.discovers_workspace_instructions:
         value["discoversWorkspaceInstructions"] = True
     return value
+
+
+@lru_cache(maxsize=256)
+def load_manifest(canonical: str) -> Manifest:
+    """Rebuilds (and revalidates) a stored manifest from its canonical JSON."""
+    value = json.loads(canonical)
+    default = value.pop("defaultAgent", None)
+    value["defaultAgents"] = [] if default is None else [default]
+    return build_manifest(value)

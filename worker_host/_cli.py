@@ -1,0 +1,176 @@
+"""The `worker-host` command: a thin shell over the embedding API.
+
+Every failure prints one line, ``worker-host: error[CODE]: MESSAGE``, on
+stderr and exits non-zero (1 for a failed operation, 2 for a usage error);
+no traceback unless `WORKER_HOST_DEBUG=1`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from ._errors import WorkerHostError
+from ._host import Host, HostConfig, PluginInfo, default_data_dir
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        _print_error("usage", f"{message} (see {self.prog} --help)")
+        sys.exit(EXIT_USAGE)
+
+
+def _print_error(code: str, message: str) -> None:
+    print(f"worker-host: error[{code}]: {message}", file=sys.stderr)
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--data-dir", type=Path, default=argparse.SUPPRESS,
+        help="state directory (default: $WORKER_HOST_DATA_DIR or the per-user data directory)",
+    )
+    common.add_argument(
+        "--ca-bundle", type=Path, default=argparse.SUPPRESS,
+        help="PEM file of CAs to trust for bundle fetches (default: SSL_CERT_FILE or the system)",
+    )
+    common.add_argument(
+        "--allow-http-loopback", action="store_true", default=argparse.SUPPRESS,
+        help="accept plain http bundle URLs on loopback hosts (development only)",
+    )
+    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                        help="log plugin and host activity to stderr")
+
+    parser = _Parser(prog="worker-host", description="Run agent plugins in Wasm isolates.",
+                     parents=[common])
+    groups = parser.add_subparsers(dest="group", required=True, parser_class=_Parser)
+
+    plugins = groups.add_parser("plugins", help="add, list, refresh and remove session plugins")
+    plugin_commands = plugins.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    add = plugin_commands.add_parser("add", parents=[common], help="pin and activate a bundle")
+    add.add_argument("--session", required=True)
+    add.add_argument("--bundle", required=True, metavar="URL", help="https URL of the bundle")
+    add.add_argument("--plugin-id", required=True)
+    add.add_argument("--sha256", metavar="HEX", help="refuse the bundle unless it has this digest")
+    add.add_argument("--options", metavar="JSON", help="plugin options, a JSON object")
+    listing = plugin_commands.add_parser("list", parents=[common], help="show the pins")
+    listing.add_argument("--session", required=True)
+    listing.add_argument("--json", action="store_true")
+    refresh = plugin_commands.add_parser("refresh", parents=[common],
+                                         help="refetch a pin's URL; a new digest re-pins it")
+    refresh.add_argument("--session", required=True)
+    refresh.add_argument("plugin_id", metavar="PLUGIN_ID")
+    remove = plugin_commands.add_parser("remove", parents=[common], help="unpin a plugin")
+    remove.add_argument("--session", required=True)
+    remove.add_argument("plugin_id", metavar="PLUGIN_ID")
+
+    tools = groups.add_parser("tools", help="list and call the tools of a session")
+    tool_commands = tools.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    tools_list = tool_commands.add_parser("list", parents=[common],
+                                          help="the model-facing tool descriptors")
+    tools_list.add_argument("--session", required=True)
+    tools_list.add_argument("--json", action="store_true")
+    call = tool_commands.add_parser("call", parents=[common], help="call one tool")
+    call.add_argument("--session", required=True)
+    call.add_argument("name", metavar="TOOL")
+    call.add_argument("--input", default="{}", metavar="JSON", help="the tool input, a JSON object")
+    return parser
+
+
+def _json_argument(text: str, flag: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise WorkerHostError(
+            "invalid_json", f"{flag} is not valid JSON ({exc.msg} at position {exc.pos})."
+        ) from exc
+
+
+def _describe_plugin(plugin: PluginInfo) -> str:
+    return f"{plugin.plugin_id}  sha256:{plugin.sha256}  {plugin.shape}  {plugin.url}"
+
+
+async def _run(args: argparse.Namespace) -> int:
+    config = HostConfig(
+        data_dir=getattr(args, "data_dir", None) or default_data_dir(),
+        ca_bundle=getattr(args, "ca_bundle", None),
+        allow_http_loopback=getattr(args, "allow_http_loopback", False),
+    )
+    async with Host(config) as host:
+        if args.group == "plugins" and args.command == "add":
+            options = None if args.options is None else _json_argument(args.options, "--options")
+            session = host.session(args.session, create=True)
+            plugin = await session.add_plugin(
+                args.bundle, args.plugin_id, sha256=args.sha256, options=options
+            )
+            print(f"added {_describe_plugin(plugin)}")
+        elif args.group == "plugins" and args.command == "list":
+            plugins = host.session(args.session).plugins()
+            if args.json:
+                print(json.dumps([plugin.__dict__ for plugin in plugins], indent=2))
+            else:
+                for plugin in plugins:
+                    print(_describe_plugin(plugin))
+        elif args.group == "plugins" and args.command == "refresh":
+            result = await host.session(args.session).refresh_plugin(args.plugin_id)
+            if result.changed:
+                print(f"refreshed {args.plugin_id}: sha256:{result.previous_sha256} -> "
+                      f"sha256:{result.plugin.sha256}")
+            else:
+                print(f"unchanged {args.plugin_id}: sha256:{result.plugin.sha256}")
+        elif args.group == "plugins" and args.command == "remove":
+            await host.session(args.session).remove_plugin(args.plugin_id)
+            print(f"removed {args.plugin_id}")
+        elif args.group == "tools" and args.command == "list":
+            tools = host.session(args.session).tools()
+            if args.json:
+                print(json.dumps([tool.to_json() for tool in tools], indent=2, ensure_ascii=False))
+            else:
+                for tool in tools:
+                    print(f"{tool.name}  [{tool.plugin_id}]\n  {tool.description}\n"
+                          f"  input: {json.dumps(tool.input_schema, ensure_ascii=False)}")
+        elif args.group == "tools" and args.command == "call":
+            tool_input = _json_argument(args.input, "--input")
+            result = await host.session(args.session).call_tool(args.name, tool_input)
+            if not result.ok:
+                _print_error(str(result.code), str(result.message))
+                return EXIT_FAILED
+            print(result.text)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `worker-host` console script."""
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
+        format="worker-host: %(name)s: %(message)s",
+    )
+    try:
+        return asyncio.run(_run(args))
+    except WorkerHostError as exc:
+        _print_error(exc.code, exc.message)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        _print_error("interrupted", "Interrupted.")
+        return 130
+    except Exception:  # a bug: say so in one line, the traceback only on request
+        if os.environ.get("WORKER_HOST_DEBUG") == "1":
+            traceback.print_exc()
+        _print_error("internal", "Unexpected failure (set WORKER_HOST_DEBUG=1 for details).")
+        return EXIT_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

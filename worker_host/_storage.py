@@ -1,0 +1,206 @@
+"""Durable state: sessions, their immutable plugin revisions, and pins.
+
+SQLite in the data directory by default (nothing to start). A revision is a
+numbered, immutable set of pins; changing pins writes a new revision and moves
+the session's pointer to it in one transaction, guarded by the version it was
+built on, so concurrent processes cannot lose each other's change.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ._errors import WorkerHostError
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    workdir TEXT NOT NULL,
+    revision INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS revisions (
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    version INTEGER NOT NULL,
+    revision_id TEXT NOT NULL,
+    PRIMARY KEY (session_id, version)
+);
+CREATE TABLE IF NOT EXISTS pins (
+    session_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    position INTEGER NOT NULL,
+    plugin_id TEXT NOT NULL,
+    url TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    options TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    manifest TEXT NOT NULL,
+    PRIMARY KEY (session_id, version, position),
+    FOREIGN KEY (session_id, version) REFERENCES revisions(session_id, version)
+);
+"""
+
+
+@dataclass(frozen=True)
+class Pin:
+    """One plugin of a revision: where it came from, its digest and options,
+    and the fingerprint and canonical manifest its activation produced."""
+
+    plugin_id: str
+    url: str
+    sha256: str
+    options: dict[str, Any]
+    fingerprint: str
+    manifest: str
+
+
+@dataclass(frozen=True)
+class Revision:
+    """An immutable set of pins for one session. Version 0 is the empty start."""
+
+    session_id: str
+    version: int
+    revision_id: str
+    pins: tuple[Pin, ...] = field(default=())
+
+    def pin(self, plugin_id: str) -> Pin | None:
+        return next((pin for pin in self.pins if pin.plugin_id == plugin_id), None)
+
+
+class SqliteStore:
+    """The SQLite store. Thread-safe; one connection guarded by a lock.
+
+    Raises `WorkerHostError` `store_failed` when the database cannot be opened
+    or written, and `revision_conflict` when another writer changed the
+    session's pins first.
+    """
+
+    def __init__(self, path: Path) -> None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA busy_timeout=5000")
+            self._db.executescript(_SCHEMA)
+        except (sqlite3.Error, OSError) as exc:
+            raise WorkerHostError("store_failed", "The state database could not be opened.") from exc
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def close(self) -> None:
+        """Closes the database. Safe to call twice."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._db.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            if self._closed:
+                raise WorkerHostError("store_closed", "The host was closed.")
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._db
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise WorkerHostError("store_failed", "The state database failed.") from exc
+
+    def create_session(self, session_id: str, workdir: str) -> bool:
+        """Creates the session with an empty revision 0; False if it exists."""
+        with self._transaction() as db:
+            if db.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
+                return False
+            db.execute("INSERT INTO sessions (id, workdir) VALUES (?, ?)", (session_id, workdir))
+            db.execute(
+                "INSERT INTO revisions (session_id, version, revision_id) VALUES (?, 0, ?)",
+                (session_id, str(uuid.uuid4())),
+            )
+            return True
+
+    def session_workdir(self, session_id: str) -> str | None:
+        """The session's workdir, or None when there is no such session."""
+        with self._transaction() as db:
+            row = db.execute("SELECT workdir FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            return None if row is None else str(row[0])
+
+    def session_ids(self) -> list[str]:
+        with self._transaction() as db:
+            return [str(row[0]) for row in db.execute("SELECT id FROM sessions ORDER BY id")]
+
+    def current_revision(self, session_id: str) -> Revision:
+        """The session's active revision. Raises `session_not_found`."""
+        with self._transaction() as db:
+            row = db.execute(
+                "SELECT revision FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            if row is None:
+                raise session_not_found(session_id)
+            return self._revision(db, session_id, int(row[0]))
+
+    def _revision(self, db: sqlite3.Connection, session_id: str, version: int) -> Revision:
+        (revision_id,) = db.execute(
+            "SELECT revision_id FROM revisions WHERE session_id = ? AND version = ?",
+            (session_id, version),
+        ).fetchone()
+        rows = db.execute(
+            "SELECT plugin_id, url, sha256, options, fingerprint, manifest FROM pins "
+            "WHERE session_id = ? AND version = ? ORDER BY position",
+            (session_id, version),
+        ).fetchall()
+        pins = tuple(
+            Pin(plugin_id, url, sha256, json.loads(options), fingerprint, manifest)
+            for plugin_id, url, sha256, options, fingerprint, manifest in rows
+        )
+        return Revision(session_id, version, str(revision_id), pins)
+
+    def commit_revision(
+        self, session_id: str, based_on: int, revision_id: str, pins: Sequence[Pin]
+    ) -> Revision:
+        """Writes revision `based_on + 1` and makes it current.
+
+        Raises `revision_conflict` when the current revision is no longer
+        `based_on`; nothing is written then.
+        """
+        version = based_on + 1
+        with self._transaction() as db:
+            row = db.execute(
+                "SELECT revision FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            if row is None:
+                raise session_not_found(session_id)
+            if int(row[0]) != based_on:
+                raise WorkerHostError(
+                    "revision_conflict",
+                    f"Session {session_id} changed while this change was prepared; try again.",
+                )
+            db.execute(
+                "INSERT INTO revisions (session_id, version, revision_id) VALUES (?, ?, ?)",
+                (session_id, version, revision_id),
+            )
+            db.executemany(
+                "INSERT INTO pins (session_id, version, position, plugin_id, url, sha256, "
+                "options, fingerprint, manifest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (session_id, version, position, pin.plugin_id, pin.url, pin.sha256,
+                     json.dumps(pin.options, sort_keys=True), pin.fingerprint, pin.manifest)
+                    for position, pin in enumerate(pins)
+                ],
+            )
+            db.execute("UPDATE sessions SET revision = ? WHERE id = ?", (version, session_id))
+        return Revision(session_id, version, revision_id, tuple(pins))
+
+
+def session_not_found(session_id: str) -> WorkerHostError:
+    return WorkerHostError("session_not_found", f"No session named {session_id!r}.")

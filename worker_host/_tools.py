@@ -1,0 +1,187 @@
+"""Tool calls: validate the input, project permissions, execute, check the result.
+
+What the model sees of a call is a `ToolResult`: the plain JSON value, or a
+failure with a stable code and a safe message. A plugin's `message` never
+leaves the host log; only a `PluginError`'s trimmed `publicMessage` does.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from ._activation import PluginCode, PluginRunner, trimmed_public_message
+from ._calls import HostOperations
+from ._errors import IsolateFault, WorkerHostError
+from ._manifest import ToolDescriptor
+from ._schema import input_is_valid
+
+log = logging.getLogger("worker_host.tools")
+
+MAX_TOOL_PUBLIC_MESSAGE = 4096
+INPUT_INVALID = "Tool input validation failed."
+EXECUTION_FAILED = "Tool execution failed."
+QUESTION_DISMISSED = "The user dismissed this question."
+OUTPUT_INVALID = "Tool returned a value that is not plain JSON."
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """The model-visible outcome of one tool call.
+
+    On success `value` is the plain JSON the tool returned and `code` is None.
+    On failure `code` is stable (`invalid_input`, `runtime_failed`,
+    `invalid_output`, `question_dismissed`, `setup_nondeterministic`,
+    `cpu_time_exceeded`, `memory_limit_exceeded`, `stack_overflow`, ...) and
+    `message` is the safe text the model sees.
+    """
+
+    value: Any = None
+    code: str | None = None
+    message: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.code is None
+
+    @property
+    def text(self) -> str:
+        """The result as the model gets it: a string as is, other JSON as JSON."""
+        if not self.ok:
+            return str(self.message)
+        if isinstance(self.value, str):
+            return self.value
+        return json.dumps(self.value, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class CallContext:
+    """Identity fields a tool's `permissions` and `execute` receive."""
+
+    session_id: str
+    turn_id: str
+    tool_call_id: str
+    workdir: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "sessionId": self.session_id,
+            "turnId": self.turn_id,
+            "toolCallId": self.tool_call_id,
+            "workdir": self.workdir,
+        }
+
+
+def _failure(code: str, message: str) -> ToolResult:
+    return ToolResult(code=code, message=message)
+
+
+async def call_tool(
+    runner: PluginRunner,
+    plugin: PluginCode,
+    fingerprint: str,
+    tool: ToolDescriptor,
+    tool_input: Any,
+    context: CallContext,
+    operations: HostOperations | None = None,
+) -> ToolResult:
+    """Runs one tool call through validation, permissions and execution.
+
+    Model-visible failures come back as a failed `ToolResult`. Raises
+    `WorkerHostError` `invalid_permissions` when `permissions` answers
+    something other than a non-empty list of valid projections (that fails
+    the Turn, not only the call).
+    """
+    if not input_is_valid(tool.input_schema, tool_input):
+        return _failure("invalid_input", INPUT_INVALID)
+    try:
+        if tool.has_permissions:
+            answer = await runner.invoke(
+                plugin,
+                fingerprint,
+                {
+                    "target": {"kind": "tool.permissions", "toolId": tool.id},
+                    "input": tool_input,
+                    "context": context.to_json(),
+                },
+                operations,
+            )
+            if answer.status == "failed":
+                return _plugin_failure(plugin.plugin_id, answer.error or {})
+            projections = validate_projections(answer.value)
+        else:
+            projections = [{"action": tool.id, "resources": ["*"], "save": ["*"]}]
+        answer = await runner.invoke(
+            plugin,
+            fingerprint,
+            {
+                "target": {"kind": "tool.execute", "toolId": tool.id},
+                "input": tool_input,
+                "context": {**context.to_json(), "permissions": projections},
+            },
+            operations,
+        )
+    except IsolateFault as fault:
+        log.warning("tool %s of %s: %s", tool.id, plugin.plugin_id, fault.code)
+        return _failure(fault.code, fault.message)
+    except WorkerHostError as error:
+        if error.code in ("setup_nondeterministic", "setup_failed", "timed_out"):
+            return _failure(error.code, error.message)
+        raise
+    if answer.status == "failed":
+        return _plugin_failure(plugin.plugin_id, answer.error or {})
+    return ToolResult(value=answer.value)
+
+
+def _plugin_failure(plugin_id: str, failure: dict[str, Any]) -> ToolResult:
+    tag = failure.get("_tag")
+    log.info("plugin %s failed a call: %s", plugin_id, failure)
+    if tag == "QuestionDismissedError":
+        return _failure("question_dismissed", QUESTION_DISMISSED)
+    if tag == "InvalidOutput":
+        return _failure("invalid_output", OUTPUT_INVALID)
+    public = trimmed_public_message(failure, MAX_TOOL_PUBLIC_MESSAGE)
+    return _failure("runtime_failed", public or EXECUTION_FAILED)
+
+
+def validate_projections(value: Any) -> list[dict[str, Any]]:
+    """Checks a `permissions` answer and removes exact duplicates.
+
+    Each projection needs a non-empty string `action`, a non-empty list of
+    string `resources`, an optional list of string `save` and an optional
+    object `metadata`, and nothing else. Raises `invalid_permissions`.
+    """
+    if not isinstance(value, list) or not value:
+        raise _invalid_projection("a non-empty list of projections is required")
+    unique: list[dict[str, Any]] = []
+    for projection in value:
+        if not isinstance(projection, dict):
+            raise _invalid_projection("each projection must be an object")
+        unknown = set(projection) - {"action", "resources", "save", "metadata"}
+        if unknown:
+            raise _invalid_projection(f"unknown member {sorted(unknown)[0]!r}")
+        action = projection.get("action")
+        if not isinstance(action, str) or not action:
+            raise _invalid_projection("action must be a non-empty string")
+        resources = projection.get("resources")
+        if not _string_list(resources) or not resources:
+            raise _invalid_projection("resources must be a non-empty list of strings")
+        if "save" in projection and not _string_list(projection["save"]):
+            raise _invalid_projection("save must be a list of strings")
+        if "metadata" in projection and not isinstance(projection["metadata"], dict):
+            raise _invalid_projection("metadata must be an object")
+        if projection not in unique:
+            unique.append(projection)
+    return unique
+
+
+def _string_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _invalid_projection(reason: str) -> WorkerHostError:
+    return WorkerHostError(
+        "invalid_permissions", f"The tool's permission projection is invalid: {reason}."
+    )
