@@ -19,9 +19,9 @@ from sdk._packaging import (
 __all__ = [
     "CONTRACT_MODULE",
     "DEFAULT_ALIASES",
-    "SDK_MODULE",
     "PackagingError",
     "PackagingErrorCode",
+    "SDK_MODULE",
     "build_bundle",
     "find_esbuild",
     "sdk_js_path",

@@ -25,9 +25,9 @@ from typing import Any, Literal
 __all__ = [
     "CONTRACT_MODULE",
     "DEFAULT_ALIASES",
-    "SDK_MODULE",
     "PackagingError",
     "PackagingErrorCode",
+    "SDK_MODULE",
     "build_bundle",
     "find_esbuild",
     "sdk_js_path",
