@@ -109,7 +109,8 @@ class RefreshResult:
 
 
 class Host:
-    """The worker host. Use as ``async with Host(config) as host:``.
+    """The worker host. Use as ``async with Host(config) as host:`` (or plain
+    ``with`` outside asyncio).
 
     Raises `WorkerHostError` from every method with a stable code; see each
     method. `close()` is safe twice; a closed host refuses further use.
@@ -125,6 +126,12 @@ class Host:
             shared_runtime(data_dir / "cache"), self.config.isolate_limits, self._executor
         )
         self._closed = False
+
+    def __enter__(self) -> Host:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     async def __aenter__(self) -> Host:
         return self
