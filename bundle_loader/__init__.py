@@ -6,11 +6,16 @@ stable ``code`` and a message that is safe to show.
 
 from ._digest import normalize_sha256, sha256_hex
 from ._errors import BundleLoaderError
+from ._fetch import FetchedBundle, fetch_bundle
+from ._limits import FetchLimits
 from ._urls import check_bundle_url
 
 __all__ = [
     "BundleLoaderError",
+    "FetchLimits",
+    "FetchedBundle",
     "check_bundle_url",
+    "fetch_bundle",
     "normalize_sha256",
     "sha256_hex",
 ]
