@@ -8,10 +8,12 @@ from ._digest import normalize_sha256, sha256_hex
 from ._errors import BundleLoaderError
 from ._fetch import FetchedBundle, fetch_bundle
 from ._limits import FetchLimits
+from ._store import BundleStore
 from ._urls import check_bundle_url
 
 __all__ = [
     "BundleLoaderError",
+    "BundleStore",
     "FetchLimits",
     "FetchedBundle",
     "check_bundle_url",
