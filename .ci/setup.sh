@@ -6,14 +6,17 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 ESBUILD_VERSION=0.28.2
+TYPESCRIPT_VERSION=5.9.3
 
 if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
 
-if [ ! -x .venv/node_modules/.bin/esbuild ] \
-    || [ "$(.venv/node_modules/.bin/esbuild --version)" != "$ESBUILD_VERSION" ]; then
+# esbuild builds bundles; TypeScript checks that sdk/js's typings hold.
+if [ ! -x .venv/node_modules/.bin/esbuild ] || [ ! -x .venv/node_modules/.bin/tsc ] \
+    || [ "$(.venv/node_modules/.bin/esbuild --version)" != "$ESBUILD_VERSION" ] \
+    || [ "$(.venv/node_modules/.bin/tsc --version)" != "Version $TYPESCRIPT_VERSION" ]; then
     npm install --silent --no-save --no-package-lock --no-audit --no-fund \
-        --prefix .venv "esbuild@$ESBUILD_VERSION"
+        --prefix .venv "esbuild@$ESBUILD_VERSION" "typescript@$TYPESCRIPT_VERSION"
 fi

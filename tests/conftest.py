@@ -10,24 +10,11 @@ Both servers are closed at teardown. See ``tests/support/https_server.py``.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-# Test directories are named after the packages they test (tests/bundle_loader,
-# ...). In pytest's default "prepend" import mode tests/ is on sys.path, and
-# there such a directory would be imported as an empty namespace package in
-# place of the real one: the editable install's finder only runs after the
-# path search. A regular package anywhere on sys.path beats a namespace
-# portion, so having the repository root on sys.path restores the real
-# packages (and makes ``tests.support`` importable in any import mode).
-_REPO_ROOT = str(Path(__file__).resolve().parent.parent)
-if _REPO_ROOT not in sys.path:
-    sys.path.append(_REPO_ROOT)
-
-from tests.support.https_server import LoopbackServer, ThrowawayCA  # noqa: E402
+from tests.support.https_server import LoopbackServer, ThrowawayCA
 
 
 @pytest.fixture(scope="session")

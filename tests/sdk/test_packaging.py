@@ -591,8 +591,7 @@ def find_tsc() -> Path | None:
 
 def test_contract_shout_example_type_checks_against_the_declarations(tmp_path: Path) -> None:
     tsc = find_tsc()
-    if tsc is None:
-        pytest.skip("TypeScript (tsc) is not installed; `npm install typescript` to run this")
+    assert tsc is not None, "TypeScript (tsc) is missing: bash .ci/setup.sh installs it"
     write(tmp_path / "src" / "shout.ts", CONTRACT_SHOUT_TS)
     write(tmp_path / "src" / "errors.ts", TYPE_ERRORS_TS)
     declarations = str(sdk_js_path().parent / "index.d.ts")
