@@ -18,7 +18,7 @@ from ._calls import HostOperations, NoCapabilities, drive
 from ._errors import WorkerHostError
 from ._isolate import GuestAnswer, Isolate
 from ._limits import IsolateLimits
-from ._manifest import Manifest, build_manifest
+from ._manifest import Manifest, build_manifest, manifest_fingerprint
 from ._runtime import GuestRuntime
 
 log = logging.getLogger("worker_host.activation")
@@ -123,8 +123,8 @@ class PluginRunner:
         operations = operations or NoCapabilities()
         isolate = await self._start(plugin)
         try:
-            manifest = await self._setup(isolate, plugin, operations)
-            if manifest.fingerprint != fingerprint:
+            registered = await self._run_setup(isolate, plugin, operations)
+            if manifest_fingerprint(registered) != fingerprint:
                 raise WorkerHostError(
                     "setup_nondeterministic",
                     f"Plugin {plugin.plugin_id} registered different contributions than when it "
@@ -157,6 +157,18 @@ class PluginRunner:
     async def _setup(
         self, isolate: Isolate, plugin: PluginCode, operations: HostOperations
     ) -> Manifest:
+        manifest = build_manifest(await self._run_setup(isolate, plugin, operations))
+        if manifest.plugin_id != plugin.plugin_id:
+            raise WorkerHostError(
+                "plugin_id_mismatch",
+                f"The bundle's plugin id is {manifest.plugin_id!r}, not {plugin.plugin_id!r}.",
+            )
+        return manifest
+
+    async def _run_setup(
+        self, isolate: Isolate, plugin: PluginCode, operations: HostOperations
+    ) -> Any:
+        """Loads the bundle and runs setup; returns what it registered, unvalidated."""
         loaded = await self._drive(isolate, plugin, lambda: isolate.load(plugin.bundle), operations)
         if loaded.status == "failed":
             log.info("bundle for %s failed to load: %s", plugin.plugin_id, loaded.error)
@@ -180,10 +192,4 @@ class PluginRunner:
             raise SetupFailed(
                 plugin.plugin_id, trimmed_public_message(failure, MAX_SETUP_PUBLIC_MESSAGE)
             )
-        manifest = build_manifest(answer.value)
-        if manifest.plugin_id != plugin.plugin_id:
-            raise WorkerHostError(
-                "plugin_id_mismatch",
-                f"The bundle's plugin id is {manifest.plugin_id!r}, not {plugin.plugin_id!r}.",
-            )
-        return manifest
+        return answer.value

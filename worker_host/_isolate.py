@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -23,15 +24,13 @@ from ._runtime import EPOCH_TICK_SECONDS, GuestRuntime
 
 _WH_OK, _WH_ERROR, _WH_OOM = 0, 1, 2
 
+STACK_OVERFLOW = ("stack_overflow", "The plugin overflowed its stack.")
 _TRAP_FAULTS = {
     wasmtime.TrapCode.INTERRUPT: (
         "cpu_time_exceeded",
         "The plugin ran past its CPU time limit.",
     ),
-    wasmtime.TrapCode.STACK_OVERFLOW: (
-        "stack_overflow",
-        "The plugin overflowed its stack.",
-    ),
+    wasmtime.TrapCode.STACK_OVERFLOW: STACK_OVERFLOW,
 }
 _OUT_OF_MEMORY = ("memory_limit_exceeded", "The plugin ran past its memory limit.")
 
@@ -84,12 +83,11 @@ class Isolate:
         self._result_len: wasmtime.Func = exports["wh_result_len"]
         self._load: wasmtime.Func = exports["wh_load"]
         self._call: wasmtime.Func = exports["wh_call"]
-        self._enter(exports["_initialize"])
-        pointer, length = self._write(runtime.prelude)
-        status = self._enter(exports["wh_init"], pointer, length, limits.js_stack_bytes)
-        if status != _WH_OK:
-            self._discard()
-            raise IsolateFault("guest_protocol", "The guest runtime failed to start.")
+        # The module is a snapshot taken after the runtime and prelude started:
+        # only the per-isolate settings remain (stack limit, random seed).
+        self._enter(exports["wh_set_max_stack"], limits.js_stack_bytes)
+        seed = [int.from_bytes(os.urandom(4), "little") for _ in range(4)]
+        self.call({"op": "seed", "seed": seed})
 
     def load(self, source: bytes) -> GuestAnswer:
         """Compiles and evaluates the bundle as an ES module.

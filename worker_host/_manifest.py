@@ -94,29 +94,53 @@ def build_manifest(raw: Any) -> Manifest:
     defaults = _list(raw, "defaultAgents")
     if len(defaults) > 1:
         raise _invalid("agents.setDefault was called more than once")
-    skills = tuple(_list(raw, "skills"))
-    agents = tuple(_list(raw, "agents"))
-    canonical_value = {
-        "pluginId": plugin_id,
-        "tools": [_tool_json(tool) for tool in tools],
-        "hooks": list(hooks),
-        "skills": list(skills),
-        "agents": list(agents),
-        "defaultAgent": defaults[0] if defaults else None,
-    }
-    canonical = json.dumps(canonical_value, sort_keys=True, separators=(",", ":"),
-                           ensure_ascii=False)
+    canonical = _canonical(raw)
     return Manifest(
         plugin_id=plugin_id,
         tools=tools,
         hooks=hooks,
-        skills=skills,
-        agents=agents,
+        skills=tuple(_list(raw, "skills")),
+        agents=tuple(_list(raw, "agents")),
         default_agent=defaults[0] if defaults else None,
         has_cleanup=raw.get("cleanup") is True,
         canonical=canonical,
         fingerprint=hashlib.sha256(canonical.encode()).hexdigest(),
     )
+
+
+def manifest_fingerprint(raw: Any) -> str | None:
+    """The fingerprint of a setup run's registrations, without validating them.
+
+    Cheap, for the check on every call: only registrations whose fingerprint
+    equals a validated activation's are used. None when `raw` is malformed.
+    """
+    try:
+        return hashlib.sha256(_canonical(raw).encode()).hexdigest()
+    except (AttributeError, KeyError, TypeError, ValueError, IndexError):
+        return None
+
+
+_TOOL_KEYS = ("id", "description", "inputSchema", "directOnly", "discoversWorkspaceInstructions")
+
+
+def _canonical(raw: Any) -> str:
+    """Canonical JSON of everything setup registered: sorted keys, no spaces."""
+    defaults = raw.get("defaultAgents", [])
+    value = {
+        "pluginId": raw["pluginId"],
+        "tools": [
+            {
+                **{key: tool[key] for key in _TOOL_KEYS if key in tool},
+                "permissions": tool.get("permissions") is True,
+            }
+            for tool in raw.get("tools", [])
+        ],
+        "hooks": list(raw.get("hooks", [])),
+        "skills": list(raw.get("skills", [])),
+        "agents": list(raw.get("agents", [])),
+        "defaultAgent": defaults[0] if defaults else None,
+    }
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def _invalid(reason: str) -> WorkerHostError:
@@ -155,20 +179,6 @@ def _tool(entry: Any) -> ToolDescriptor:
         direct_only="directOnly" in entry,
         discovers_workspace_instructions="discoversWorkspaceInstructions" in entry,
     )
-
-
-def _tool_json(tool: ToolDescriptor) -> dict[str, Any]:
-    value: dict[str, Any] = {
-        "id": tool.id,
-        "description": tool.description,
-        "inputSchema": tool.input_schema,
-        "permissions": tool.has_permissions,
-    }
-    if tool.direct_only:
-        value["directOnly"] = True
-    if tool.discovers_workspace_instructions:
-        value["discoversWorkspaceInstructions"] = True
-    return value
 
 
 @lru_cache(maxsize=256)

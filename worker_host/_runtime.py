@@ -1,5 +1,6 @@
 """The process-wide guest runtime: one wasmtime engine, the compiled QuickJS-NG
-guest module (cached on disk), and the epoch ticker that bounds CPU time.
+guest module pre-initialised from a memory snapshot (cached on disk), and the
+epoch ticker that bounds CPU time.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from pathlib import Path
 
 import wasmtime
 
-from ._limits import NATIVE_WASM_STACK_BYTES
+from ._limits import NATIVE_WASM_STACK_BYTES, IsolateLimits
+from ._snapshot import snapshot_module
 
 # Epoch interruption: a daemon thread advances the engine's epoch every tick and
 # each store traps once its deadline (in ticks) passes, so the host never polls
@@ -37,10 +39,12 @@ def guest_record() -> dict[str, object]:
 class GuestRuntime:
     """Compiles (or loads from the cache) the guest once and makes isolates cheap.
 
-    `cache_dir`, when given, holds `Module.serialize` output keyed by the guest's
-    digest, the wasmtime version and the engine settings. Serialized modules are
-    native code: the directory must be writable only by this user (it is created
-    with mode 0700).
+    The module isolates instantiate is a snapshot of the guest taken right after
+    the QuickJS runtime, its context and the prelude started (see `_snapshot`).
+    `cache_dir`, when given, holds its `Module.serialize` output keyed by the
+    guest and prelude digests, the wasmtime version and the engine settings.
+    Serialized modules are native code: the directory must be writable only by
+    this user (it is created with mode 0700).
     """
 
     def __init__(self, cache_dir: str | os.PathLike[str] | None = None) -> None:
@@ -50,35 +54,35 @@ class GuestRuntime:
         config.cranelift_opt_level = "speed"
         self.engine = wasmtime.Engine(config)
         guest = resources.files(_GUEST_PACKAGE)
-        wasm = guest.joinpath(_GUEST_MODULE).read_bytes()
+        self._wasm = guest.joinpath(_GUEST_MODULE).read_bytes()
         self.prelude = guest.joinpath(_PRELUDE).read_bytes()
-        self.guest_sha256 = hashlib.sha256(wasm).hexdigest()
-        self.module = self._load_module(wasm, None if cache_dir is None else Path(cache_dir))
-        linker = wasmtime.Linker(self.engine)
-        linker.define_wasi()
-        self.instance_pre = linker.instantiate_pre(self.module)
+        self._linker = wasmtime.Linker(self.engine)
+        self._linker.define_wasi()
+        self.module = self._load_module(None if cache_dir is None else Path(cache_dir))
+        self.instance_pre = self._linker.instantiate_pre(self.module)
         self._ticker_started = False
         self._ticker_lock = threading.Lock()
 
     def _cache_key(self) -> str:
         settings = {
-            "guest": self.guest_sha256,
+            "guest": hashlib.sha256(self._wasm).hexdigest(),
+            "prelude": hashlib.sha256(self.prelude).hexdigest(),
             "wasmtime": metadata.version("wasmtime"),
             "stack": NATIVE_WASM_STACK_BYTES,
             "epoch": True,
         }
         return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:32]
 
-    def _load_module(self, wasm: bytes, cache_dir: Path | None) -> wasmtime.Module:
+    def _load_module(self, cache_dir: Path | None) -> wasmtime.Module:
         if cache_dir is None:
-            return wasmtime.Module(self.engine, wasm)
+            return wasmtime.Module(self.engine, self._snapshot())
         path = cache_dir / f"guest-{self._cache_key()}.cwasm"
         if path.is_file():
             try:
                 return wasmtime.Module.deserialize_file(self.engine, str(path))
             except wasmtime.WasmtimeError:
                 path.unlink(missing_ok=True)
-        module = wasmtime.Module(self.engine, wasm)
+        module = wasmtime.Module(self.engine, self._snapshot())
         try:
             cache_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
             with tempfile.NamedTemporaryFile(dir=cache_dir, delete=False) as handle:
@@ -87,6 +91,29 @@ class GuestRuntime:
         except OSError:
             pass  # the cache is an optimisation; an unwritable one only costs a compile
         return module
+
+    def _snapshot(self) -> bytes:
+        """Starts the guest once and returns a module that starts where it ended."""
+        module = wasmtime.Module(self.engine, self._wasm)
+        store = wasmtime.Store(self.engine)
+        try:
+            store.set_wasi(wasmtime.WasiConfig())
+            store.set_epoch_deadline(1 << 40)
+            exports = self._linker.instantiate(store, module).exports(store)
+            exports["_initialize"](store)
+            memory: wasmtime.Memory = exports["memory"]
+            pointer = exports["wh_alloc"](store, len(self.prelude))
+            memory.write(store, self.prelude, pointer)
+            status = exports["wh_init"](
+                store, pointer, len(self.prelude), IsolateLimits().js_stack_bytes
+            )
+            if status != 0:
+                raise RuntimeError("the guest runtime failed to start")
+            exports["wh_free"](store, pointer)
+            image = bytes(memory.read(store, 0, memory.data_len(store)))
+        finally:
+            store.close()
+        return snapshot_module(self._wasm, image)
 
     def ensure_ticker(self) -> None:
         """Starts the epoch ticker thread once per runtime."""

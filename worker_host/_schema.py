@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -67,4 +69,9 @@ def _keywords(schema: Any, location: str, *, root: bool = False) -> Iterator[tup
 
 def input_is_valid(schema: dict[str, Any], value: Any) -> bool:
     """Whether `value` satisfies an accepted `inputSchema` (2020-12)."""
-    return Draft202012Validator(schema).is_valid(value)
+    return _validator(json.dumps(schema, sort_keys=True)).is_valid(value)
+
+
+@lru_cache(maxsize=512)
+def _validator(schema_json: str) -> Draft202012Validator:
+    return Draft202012Validator(json.loads(schema_json))

@@ -15,6 +15,7 @@ from typing import Any
 from ._activation import PluginCode, PluginRunner, trimmed_public_message
 from ._calls import HostOperations
 from ._errors import IsolateFault, WorkerHostError
+from ._isolate import STACK_OVERFLOW
 from ._manifest import ToolDescriptor
 from ._schema import input_is_valid
 
@@ -142,6 +143,8 @@ def _plugin_failure(plugin_id: str, failure: dict[str, Any]) -> ToolResult:
         return _failure("question_dismissed", QUESTION_DISMISSED)
     if tag == "InvalidOutput":
         return _failure("invalid_output", OUTPUT_INVALID)
+    if failure.get("stackOverflow") is True:
+        return _failure(*STACK_OVERFLOW)
     public = trimmed_public_message(failure, MAX_TOOL_PUBLIC_MESSAGE)
     return _failure("runtime_failed", public or EXECUTION_FAILED)
 

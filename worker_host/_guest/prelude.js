@@ -222,6 +222,34 @@
 
   // ---- globals a bundle may expect ---------------------------------------
 
+  // Math.random is xoshiro128** seeded by the host for every isolate: isolates
+  // start from one memory snapshot, so QuickJS's own state would repeat.
+  const imul = Math.imul;
+  let r0 = 1, r1 = 2, r2 = 3, r3 = 4;
+  function next32() {
+    const result = imul(((imul(r1, 5) << 7) | (imul(r1, 5) >>> 25)), 9) >>> 0;
+    const t = r1 << 9;
+    r2 ^= r0;
+    r3 ^= r1;
+    r1 ^= r2;
+    r0 ^= r3;
+    r2 ^= t;
+    r3 = (r3 << 11) | (r3 >>> 21);
+    return result;
+  }
+  defineProperty(Math, 'random', {
+    value: function random() {
+      return ((next32() >>> 5) * 67108864 + (next32() >>> 6)) / 9007199254740992;
+    },
+    writable: true,
+    configurable: true,
+  });
+  function seed(words) {
+    [r0, r1, r2, r3] = words;
+    if ((r0 | r1 | r2 | r3) === 0) r0 = 1;
+    for (let i = 0; i < 8; i++) next32();
+  }
+
   const logs = [];
   function log(level) {
     return (...parts) => {
@@ -525,6 +553,7 @@
   entry('__wh_dispatch', (text) => {
     const request = jsonParse(text);
     if (request.op === 'resume') resume(request.results);
+    else if (request.op === 'seed') seed(request.seed);
     else if (request.op === 'setup') begin(runSetup, request);
     else if (request.op === 'invoke') begin(runInvoke, request);
     else throw new ErrorCtor('unknown request');

@@ -5,6 +5,8 @@
  * Everything crosses the boundary as UTF-8 JSON strings in guest memory:
  *   wh_alloc / wh_free         host-managed buffers for inputs
  *   wh_init(prelude, stack)    create the runtime and context, run the prelude
+ *   wh_set_max_stack(bytes)    the JS stack limit (isolates start from a
+ *                              memory snapshot taken after wh_init)
  *   wh_load(bundle)            compile and evaluate the bundle as an ES module
  *   wh_call(request)           hand one request to the prelude's dispatcher,
  *                              drain the job queue, then poll the prelude
@@ -170,6 +172,10 @@ __attribute__((export_name("wh_init"))) int wh_init(const char *prelude, size_t 
     JS_FreeValue(context, value);
     set_result_cstr(JS_GetVersion());
     return out_of_memory ? WH_OOM : WH_OK;
+}
+
+__attribute__((export_name("wh_set_max_stack"))) void wh_set_max_stack(size_t max_stack_bytes) {
+    JS_SetMaxStackSize(runtime, max_stack_bytes);
 }
 
 /*
