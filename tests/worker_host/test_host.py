@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import pytest
 
 from tests.support.https_server import LoopbackServer, ThrowawayCA
-from worker_host import Host, HostConfig, WorkerHostError
+from worker_host import Host, HostConfig, IsolateLimits, WorkerHostError
 
 T = TypeVar("T")
 
@@ -228,3 +228,55 @@ def test_a_closed_host_refuses_use(config: HostConfig) -> None:
     with pytest.raises(WorkerHostError) as caught:
         host.session("demo", create=True)
     assert caught.value.code == "host_closed"
+
+
+def test_a_nondeterministic_setup_fails_closed_on_its_first_call(
+    config: HostConfig, https_server: LoopbackServer
+) -> None:
+    source = b"""export default { id: 'example.dice', setup(context) {
+      context.tools.register({ id: 'roll', description: 'Roll ' + Math.random(),
+        inputSchema: { type: 'object' }, execute: async () => 'rolled' });
+    } };"""
+    https_server.serve("/dice.mjs", source)
+    add(config, https_server.url("/dice.mjs"), plugin_id="example.dice")
+    result = call(config, "roll", {})
+    assert (result.code, result.message) == (
+        "setup_nondeterministic",
+        "Plugin example.dice registered different contributions than when it was activated; "
+        "the call was refused.",
+    )
+    with Host(config) as host:
+        assert host.session("demo").revision().version == 1
+
+
+def test_runaway_tools_fail_and_the_next_call_on_the_same_host_succeeds(
+    tmp_path: Path, tls_ca: ThrowawayCA, https_server: LoopbackServer
+) -> None:
+    source = b"""export default { id: 'example.hostile', setup(context) {
+      const tool = (id, execute) => context.tools.register(
+        { id, description: id, inputSchema: { type: 'object' }, execute });
+      tool('spin', async () => { for (;;) {} });
+      tool('hoard', async () => { const kept = []; for (;;) kept.push(new Uint8Array(1 << 20)); });
+      tool('ok', async () => 'still here');
+    } };"""
+    https_server.serve("/hostile.mjs", source)
+    limits = IsolateLimits(cpu_time_ms=300, memory_bytes=32 * 1024 * 1024)
+    config = HostConfig(data_dir=tmp_path / "data", ca_bundle=tls_ca.ca_file,
+                        isolate_limits=limits)
+
+    async def scenario() -> list[tuple[str | None, str | None]]:
+        async with Host(config) as host:
+            session = host.session("demo", create=True)
+            await session.add_plugin(https_server.url("/hostile.mjs"), "example.hostile")
+            outcomes = []
+            for name in ("spin", "ok", "hoard", "ok"):
+                result = await session.call_tool(name, {})
+                outcomes.append((result.code, result.message if result.code else result.value))
+            return outcomes
+
+    assert run(scenario()) == [
+        ("cpu_time_exceeded", "The plugin ran past its CPU time limit."),
+        (None, "still here"),
+        ("memory_limit_exceeded", "The plugin ran past its memory limit."),
+        (None, "still here"),
+    ]

@@ -1,0 +1,56 @@
+"""Every example plugin builds with the real esbuild and runs in the host."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sdk import build_bundle
+from tests.support.https_server import LoopbackServer, ThrowawayCA
+from worker_host import Host, HostConfig
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.mark.parametrize(
+    ("example", "plugin_id", "tool", "tool_input", "expected"),
+    [
+        ("shout", "example.shout", "shout", {"text": "hi"}, "HI"),
+        ("basic", "example.basic", "double", {"value": 21}, {"value": 42}),
+    ],
+)
+def test_example_builds_and_runs(
+    tmp_path: Path,
+    tls_ca: ThrowawayCA,
+    https_server: LoopbackServer,
+    example: str,
+    plugin_id: str,
+    tool: str,
+    tool_input: dict[str, Any],
+    expected: Any,
+) -> None:
+    bundle = build_bundle(EXAMPLES / example / "plugin.mjs", tmp_path / f"{example}.mjs")
+    https_server.serve(f"/{example}.mjs", bundle)
+    config = HostConfig(data_dir=tmp_path / "data", ca_bundle=tls_ca.ca_file)
+
+    async def scenario() -> Any:
+        async with Host(config) as host:
+            session = host.session("demo", create=True)
+            await session.add_plugin(https_server.url(f"/{example}.mjs"), plugin_id)
+            return await session.call_tool(tool, tool_input)
+
+    result = asyncio.run(scenario())
+    assert (result.code, result.value) == (None, expected)
+
+
+def test_the_demo_runs_end_to_end() -> None:
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / "demo.py")], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-2:] == ["HI", "demo: ok"]
