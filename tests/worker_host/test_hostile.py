@@ -7,6 +7,7 @@ message a user sees, then proves the runner still serves an ordinary plugin.
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import pytest
 
@@ -20,6 +21,7 @@ from tests.worker_host.bundles import (
     STALLED,
     TIMED_OUT,
     MiB,
+    activate_and_call,
     assert_healthy,
     call,
     failed,
@@ -443,6 +445,47 @@ def test_timer_left_running_when_execute_returns(hostile: PluginRunner) -> None:
     # The call settles without waiting for it; the isolate is discarded with it.
     source = tool_source("setTimeout(() => { for (;;) {} }, 0); return 'done';")
     assert call(hostile, source) == ToolResult(value="done")
+    assert_healthy(hostile)
+
+
+# ---- floods and concurrency -------------------------------------------------
+
+
+def test_log_flood_is_bounded(
+    plugin_runner: PluginRunner, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The lines travel in the answer, so they count against max_output_bytes:
+    # this runner has the default (8 MiB).
+    source = tool_source(
+        "for (let i = 0; i < 10000; i++) console.log('line ' + i + ' ' + 'x'.repeat(5000));\n"
+        "return 'logged';"
+    )
+    with caplog.at_level(logging.DEBUG, logger="worker_host.plugin"):
+        assert call(plugin_runner, source) == ToolResult(value="logged")
+    lines = [r.getMessage() for r in caplog.records if r.name == "worker_host.plugin"]
+    # Setup runs twice (activation, then the call's own isolate); only execute logs.
+    assert len(lines) == 200
+    assert lines[0] == "[example.x] line 0 " + "x" * (1000 - len("line 0 "))
+    assert all(len(line) == len("[example.x] ") + 1000 for line in lines)
+    assert_healthy(plugin_runner)
+
+
+def test_a_looping_call_does_not_hold_up_concurrent_calls(hostile: PluginRunner) -> None:
+    looping = plugin_code(tool_source("for (;;) {}"))
+    ordinary = [plugin_code(tool_source(f"return {n};")) for n in range(4)]
+
+    async def together() -> list[ToolResult]:
+        return list(
+            await asyncio.gather(
+                activate_and_call(hostile, looping, {}),
+                *(activate_and_call(hostile, code, {}) for code in ordinary),
+            )
+        )
+
+    assert asyncio.run(together()) == [
+        failed(CPU_TIME_EXCEEDED),
+        *(ToolResult(value=n) for n in range(4)),
+    ]
     assert_healthy(hostile)
 
 
