@@ -449,6 +449,32 @@ def test_report_journal_escaping_execute_is_generic(plugin_runner: PluginRunner)
     assert call(plugin_runner, source) == failed(RUNTIME_FAILED)
 
 
+ACTIVITY = "{ message: 'Working', preview: 'out', observedBytes: 3, truncated: false }"
+
+
+def test_report_activity_without_clients_resolves(plugin_runner: PluginRunner) -> None:
+    # reportActivity is a context callback, not a host capability: a valid update
+    # rejects only when malformed or past its limits. With no client to show it
+    # to, the host accepts and drops it; a tool that reports progress still works.
+    source = tool_source(
+        f"const returned = await ctx.reportActivity({ACTIVITY});\n"
+        "return { returned: returned === undefined ? 'undefined' : returned };"
+    )
+    assert call(plugin_runner, source) == ToolResult(value={"returned": "undefined"})
+
+
+def test_report_activity_with_an_explicit_undefined_member_rejects(
+    plugin_runner: PluginRunner,
+) -> None:
+    source = tool_source(
+        "try {\n"
+        "  await ctx.reportActivity({ message: undefined, observedBytes: 0, truncated: false });\n"
+        "  return 'accepted';\n"
+        "} catch (e) { return e._tag; }"
+    )
+    assert call(plugin_runner, source) == ToolResult(value="PluginError")
+
+
 def test_execution_context_fields_reach_execute(plugin_runner: PluginRunner) -> None:
     source = tool_source(
         "return { keys: Object.keys(ctx).sort(), sessionId: ctx.sessionId, turnId: ctx.turnId,\n"
@@ -488,6 +514,25 @@ def test_input_reaches_execute_as_validated(plugin_runner: PluginRunner) -> None
     assert call(plugin_runner, source, {"text": "a\u0000b \U0001f600"}) == ToolResult(
         value={"text": "a\u0000b \U0001f600"}
     )
+
+
+def test_result_with_a_lone_surrogate_is_safe_to_send(plugin_runner: PluginRunner) -> None:
+    # A JS string may hold a lone surrogate; UTF-8 cannot. Whatever the host
+    # does with it, the model-visible result must encode as UTF-8.
+    result = call(plugin_runner, tool_source("return { s: '\\uD800x' };"))
+    assert result in (failed(INVALID_OUTPUT), ToolResult(value={"s": "\ufffdx"}))
+    result.text.encode("utf-8")
+
+
+def test_input_with_a_lone_surrogate_never_escapes_as_a_foreign_error(
+    plugin_runner: PluginRunner,
+) -> None:
+    # Model input parsed from JSON may hold "\\ud800". The call answers with a
+    # ToolResult (rejected input, or the string reaching execute), never a
+    # UnicodeEncodeError out of call_tool.
+    source = tool_source("return input.s.length;")
+    result = call(plugin_runner, source, {"s": "\ud800"})
+    assert result in (failed(INVALID_INPUT), ToolResult(value=1))
 
 
 def test_unknown_tool_in_the_same_plugin(plugin_runner: PluginRunner) -> None:
@@ -531,6 +576,18 @@ def test_validate_projections_accepts_and_removes_exact_duplicates() -> None:
         {"action": "read", "resources": ["a"]},
         {"action": "read", "resources": ["a"], "save": []},
     ]
+
+
+def test_validate_projections_true_and_one_are_not_duplicates() -> None:
+    # Exact duplicates are equal JSON; Python's 1 == True must not merge these.
+    value = [
+        {"action": "a", "resources": ["*"], "metadata": {"flag": 1}},
+        {"action": "a", "resources": ["*"], "metadata": {"flag": True}},
+        {"action": "a", "resources": ["*"], "metadata": {"flag": 1.0}},
+    ]
+    assert validate_projections(value) == value[:2]
+    kept = validate_projections(value)
+    assert [p["metadata"]["flag"] is True for p in kept] == [False, True]
 
 
 def test_validate_projections_keeps_order_and_nested_metadata() -> None:
