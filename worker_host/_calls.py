@@ -2,23 +2,31 @@
 
 Guest code runs on a worker thread. When the guest's job queue drains with host
 requests pending, control returns here; the requests run concurrently on the
-event loop and the guest is resumed as soon as any of them completes. The call
-ends when the guest's operation settles, when it stalls (awaits something the
-host will never deliver), or when the call's wall-clock budget runs out.
+event loop and the guest is resumed with whatever has happened since: results
+of finished requests, and callbacks a running request wants delivered into the
+guest (a shell command's `onOutput`). The call ends when the guest's operation
+settles, when it stalls (awaits something the host will never deliver), or
+when the call's wall-clock budget runs out.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ._errors import IsolateFault, WorkerHostError
 from ._isolate import GuestAnswer, HostRequest, Isolate
 
 plugin_log = logging.getLogger("worker_host.plugin")
+
+# A guest request of this kind is the guest saying a callback finished.
+CALLBACK_DONE = "callback.done"
+
+Deliver = Callable[[Any], Awaitable[None]]
 
 
 class GuestFailure(Exception):
@@ -33,30 +41,135 @@ class GuestFailure(Exception):
         self.failure = failure
 
 
+class CallbackFailed(Exception):
+    """A callback the host delivered into the guest threw or rejected."""
+
+
 class HostOperations(Protocol):
     """What the host does for a guest's requests during one call."""
 
-    async def perform(self, request: HostRequest) -> Any:
-        """Returns the JSON result, or raises `GuestFailure`."""
+    async def perform(self, request: HostRequest, deliver: Deliver) -> Any:
+        """Returns the JSON result, or raises `GuestFailure`.
+
+        `deliver(value)` runs the callback the guest attached to this request
+        with `value` and waits for it; it raises `CallbackFailed` when the
+        callback threw.
+        """
         ...
 
 
 class NoCapabilities:
     """Timers only; every capability answers as a host without it."""
 
-    async def perform(self, request: HostRequest) -> Any:
+    async def perform(self, request: HostRequest, deliver: Deliver) -> Any:
         if request.kind == "timer":
-            await asyncio.sleep(_timer_seconds(request.input))
+            await asyncio.sleep(timer_seconds(request.input))
             return None
-        name = request.kind.split(".", 1)[0]
-        raise GuestFailure(
-            {"_tag": "PluginError", "message": f"This host provides no {name} capability."}
-        )
+        raise no_capability(request.kind)
 
 
-def _timer_seconds(value: Any) -> float:
+def no_capability(kind: str) -> GuestFailure:
+    """The contract's failure for a capability this host does not provide."""
+    name = kind.split(".", 1)[0]
+    return GuestFailure(
+        {"_tag": "PluginError", "message": f"This host provides no {name} capability."}
+    )
+
+
+def timer_seconds(value: Any) -> float:
     ms = value.get("ms") if isinstance(value, dict) else None
     return max(0.0, float(ms)) / 1000 if isinstance(ms, int | float) else 0.0
+
+
+@dataclass
+class _Callback:
+    request_id: int
+    value: Any
+    done: asyncio.Future[None]
+    callback_id: int = 0
+
+
+class _Call:
+    """The host side of one guest operation: requests in flight and callbacks."""
+
+    def __init__(self, operations: HostOperations) -> None:
+        self.operations = operations
+        self.events: asyncio.Queue[dict[str, Any] | _Callback] = asyncio.Queue()
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.waiting: dict[int, _Callback] = {}
+        self.next_callback = 1
+
+    def start(self, request: HostRequest) -> None:
+        if request.kind == CALLBACK_DONE:
+            self._finish_callback(request.input)
+            return
+
+        async def deliver(value: Any) -> None:
+            callback = _Callback(request.id, value, asyncio.get_running_loop().create_future())
+            await self.events.put(callback)
+            await callback.done
+
+        async def run() -> None:
+            try:
+                value = await self.operations.perform(request, deliver)
+                result = {"id": request.id, "ok": True, "value": value}
+            except GuestFailure as failure:
+                result = {"id": request.id, "ok": False, "error": failure.failure}
+            except Exception:
+                plugin_log.exception("host operation %s failed", request.kind)
+                result = {"id": request.id, "ok": False,
+                          "error": {"_tag": "PluginError", "message": "The host failed."}}
+            await self.events.put(result)
+
+        task = asyncio.ensure_future(run())
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    def _finish_callback(self, payload: Any) -> None:
+        if not isinstance(payload, dict):
+            return
+        callback = self.waiting.pop(payload.get("callbackId"), None)  # type: ignore[arg-type]
+        if callback is None or callback.done.done():
+            return
+        if payload.get("ok") is True:
+            callback.done.set_result(None)
+        else:
+            callback.done.set_exception(CallbackFailed())
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.tasks) or bool(self.waiting) or not self.events.empty()
+
+    async def next_resume(self, timeout: float) -> dict[str, Any] | None:
+        """Waits for the first event, takes every other ready one; None on timeout."""
+        try:
+            first = await asyncio.wait_for(self.events.get(), timeout) if timeout > 0 else None
+        except TimeoutError:
+            first = None
+        if first is None:
+            return None
+        events = [first]
+        while not self.events.empty():
+            events.append(self.events.get_nowait())
+        results: list[dict[str, Any]] = []
+        callbacks: list[dict[str, Any]] = []
+        for event in events:
+            if isinstance(event, _Callback):
+                event.callback_id = self.next_callback
+                self.next_callback += 1
+                self.waiting[event.callback_id] = event
+                callbacks.append({"callbackId": event.callback_id, "id": event.request_id,
+                                  "value": event.value})
+            else:
+                results.append(event)
+        return {"op": "resume", "results": results, "callbacks": callbacks}
+
+    def close(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+        for callback in self.waiting.values():
+            if not callback.done.done():
+                callback.done.cancel()
 
 
 async def drive(
@@ -72,54 +185,38 @@ async def drive(
 
     Returns the settled answer (`done` or `failed`). Raises `IsolateFault`
     (`stalled`, or any fault of the isolate) and `WorkerHostError` with
-    `timed_out` when the wall-clock budget runs out.
+    `timed_out` when the wall-clock budget runs out while the guest waits.
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wall_time_seconds
-    in_flight: dict[asyncio.Task[Any], int] = {}
+    call = _Call(operations)
     try:
         # Guest steps are not cut short here: the CPU deadline bounds each one,
         # and abandoning a thread inside the guest would race the isolate.
         answer = await loop.run_in_executor(executor, first_step)
         while True:
-            _forward_logs(answer, log_name)
+            _report(answer, log_name)
             if answer.status in ("done", "failed"):
                 return answer
             for request in answer.requests:
-                in_flight[asyncio.ensure_future(operations.perform(request))] = request.id
-            if answer.status == "stalled" or not in_flight:
+                call.start(request)
+            if answer.status == "stalled" or not call.busy:
                 raise IsolateFault(
                     "stalled",
                     "The plugin's call never settled: it awaited something that never happens.",
                 )
-            remaining = deadline - loop.time()
-            done: set[asyncio.Task[Any]] = set()
-            if remaining > 0:
-                done, _ = await asyncio.wait(
-                    in_flight, timeout=remaining, return_when=asyncio.FIRST_COMPLETED
-                )
-            if not done:
+            resume = await call.next_resume(deadline - loop.time())
+            if resume is None:
                 raise WorkerHostError("timed_out", "The plugin's call ran past its time limit.")
-            results = [_result_of(task, in_flight.pop(task)) for task in done]
-            request = {"op": "resume", "results": results}
-            answer = await loop.run_in_executor(executor, isolate.call, request)
+            answer = await loop.run_in_executor(executor, isolate.call, resume)
     finally:
-        for task in in_flight:
-            task.cancel()
+        call.close()
 
 
-def _result_of(task: asyncio.Task[Any], request_id: int) -> dict[str, Any]:
-    exc = task.exception()
-    if exc is None:
-        return {"id": request_id, "ok": True, "value": task.result()}
-    if isinstance(exc, GuestFailure):
-        return {"id": request_id, "ok": False, "error": exc.failure}
-    plugin_log.error("host operation failed", exc_info=exc)
-    return {"id": request_id, "ok": False, "error": {"_tag": "PluginError", "message": "failed"}}
-
-
-def _forward_logs(answer: GuestAnswer, log_name: str) -> None:
+def _report(answer: GuestAnswer, log_name: str) -> None:
     for entry in answer.logs:
         level = logging.getLevelName(entry["level"].upper())
         plugin_log.log(level if isinstance(level, int) else logging.INFO, "[%s] %s", log_name,
                        entry["line"])
+    for kind in answer.late:
+        plugin_log.warning("[%s] used %s after its call returned; refused", log_name, kind)

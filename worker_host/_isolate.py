@@ -55,6 +55,7 @@ class GuestAnswer:
     error: dict[str, Any] | None = None
     requests: tuple[HostRequest, ...] = ()
     logs: tuple[dict[str, str], ...] = field(default=())
+    late: tuple[str, ...] = ()
 
 
 class Isolate:
@@ -193,18 +194,19 @@ def _parse_answer(raw: Any) -> GuestAnswer:
     logs = tuple(
         {"level": str(entry["level"]), "line": str(entry["line"])} for entry in raw.get("logs", ())
     )
+    late = tuple(str(kind) for kind in raw.get("late", ()))
     if status == "done":
-        return GuestAnswer("done", value=raw["value"], logs=logs)
+        return GuestAnswer("done", value=raw["value"], logs=logs, late=late)
     if status == "failed":
         error = raw["error"]
         if not isinstance(error, dict):
             raise TypeError("error must be an object")
-        return GuestAnswer("failed", error=error, logs=logs)
+        return GuestAnswer("failed", error=error, logs=logs, late=late)
     if status == "blocked":
         requests = tuple(
             HostRequest(int(op["id"]), str(op["kind"]), op.get("input")) for op in raw["ops"]
         )
-        return GuestAnswer("blocked", requests=requests, logs=logs)
+        return GuestAnswer("blocked", requests=requests, logs=logs, late=late)
     if status == "stalled":
-        return GuestAnswer("stalled", logs=logs)
+        return GuestAnswer("stalled", logs=logs, late=late)
     raise ValueError(f"unknown status {status!r}")

@@ -26,7 +26,8 @@ EPOCH_TICK_SECONDS = 0.005
 
 _GUEST_PACKAGE = "worker_host._guest"
 _GUEST_MODULE = "quickjs-guest.wasm"
-_PRELUDE = "prelude.js"
+# Evaluated as one script, in this order, before any bundle.
+_PRELUDE_PARTS = ("web.js", "prelude.js")
 
 
 def guest_record() -> dict[str, object]:
@@ -55,7 +56,7 @@ class GuestRuntime:
         self.engine = wasmtime.Engine(config)
         guest = resources.files(_GUEST_PACKAGE)
         self._wasm = guest.joinpath(_GUEST_MODULE).read_bytes()
-        self.prelude = guest.joinpath(_PRELUDE).read_bytes()
+        self.prelude = b"\n".join(guest.joinpath(part).read_bytes() for part in _PRELUDE_PARTS)
         self._linker = wasmtime.Linker(self.engine)
         self._linker.define_wasi()
         self.module = self._load_module(None if cache_dir is None else Path(cache_dir))

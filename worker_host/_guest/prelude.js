@@ -75,6 +75,7 @@
       defineProperty(error, 'code', { value: failure.code, enumerable: true });
       return error;
     }
+    if (tag === 'FetchFailed') return new TypeError(`fetch failed: ${failure.message}`);
     return new PluginError({ message: String(failure && failure.message) });
   }
 
@@ -174,12 +175,19 @@
   let nextOperationId = 1;
   let queued = [];
   const pending = new MapCtor();
+  // Callbacks attached to a pending request (a shell command's onOutput).
+  const attached = new MapCtor();
+  // Kinds of capability use refused because no call was open; the host logs them.
+  const late = [];
+  const MAX_LATE = 100;
 
-  function hostOperation(kind, args) {
-    if (!callOpen)
+  function hostOperation(kind, args, callback) {
+    if (!callOpen) {
+      if (late.length < MAX_LATE) late[late.length] = kind;
       return PromiseCtor.reject(
         new PluginError({ message: `${kind} was used after the host's call returned.` }),
       );
+    }
     let input;
     try {
       input = plainJson(args, kind);
@@ -189,19 +197,46 @@
     return new PromiseCtor((resolve, reject) => {
       const id = nextOperationId++;
       mapSet.call(pending, id, { resolve, reject });
+      if (typeof callback === 'function') mapSet.call(attached, id, callback);
       queued[queued.length] = { id, kind, input };
     });
   }
 
-  function resume(results) {
+  // Tells the host that a callback it delivered has finished.
+  function callbackDone(callbackId, ok) {
+    queued[queued.length] = { id: 0, kind: 'callback.done', input: { callbackId, ok } };
+  }
+
+  function runCallback(delivery) {
+    const callback = mapGet.call(attached, delivery.id);
+    let promise;
+    try {
+      promise = PromiseCtor.resolve(
+        typeof callback === 'function' ? callback(delivery.value) : undefined,
+      );
+    } catch (error) {
+      promise = PromiseCtor.reject(error);
+    }
+    then(
+      promise,
+      () => callbackDone(delivery.callbackId, true),
+      () => callbackDone(delivery.callbackId, false),
+    );
+  }
+
+  function resume(request) {
+    const results = request.results;
     for (let i = 0; i < results.length; i++) {
       const result = results[i];
       const waiter = mapGet.call(pending, result.id);
       if (waiter === undefined) continue;
       mapDelete.call(pending, result.id);
+      mapDelete.call(attached, result.id);
       if (result.ok) waiter.resolve(result.value);
       else waiter.reject(rebuildFailure(result.error));
     }
+    const callbacks = request.callbacks || [];
+    for (let i = 0; i < callbacks.length; i++) runCallback(callbacks[i]);
   }
 
   // Drops `signal` (the host applies the call's own deadline) and callbacks.
@@ -219,6 +254,12 @@
   }
 
   const capability = (kind) => (input) => hostOperation(kind, withoutSignal(input));
+  const shellExecute = (input) =>
+    hostOperation(
+      'workspaceShell.execute',
+      withoutSignal(input),
+      input !== null && typeof input === 'object' ? input.onOutput : undefined,
+    );
 
   // ---- globals a bundle may expect ---------------------------------------
 
@@ -322,6 +363,11 @@
     mapSet.call(cancelledTimers, id, true);
   };
 
+  const installWeb = global.__wh_install_web;
+  delete global.__wh_install_web;
+  installWeb(global, hostOperation);
+  const platformFetch = global.fetch;
+
   // ---- the bundle and its registrations ----------------------------------
 
   let bundleNamespace = null;
@@ -361,9 +407,9 @@
     return freeze({
       activation: freeze(activation),
       options,
-      fetch: (...args) => global.fetch(...args),
+      fetch: platformFetch,
       workspaceFiles: freeze(files),
-      workspaceShell: freeze({ execute: capability('workspaceShell.execute') }),
+      workspaceShell: freeze({ execute: shellExecute }),
       webFetch: freeze({ fetchText: capability('webFetch.fetchText') }),
       tools: freeze({
         register(declaration) {
@@ -552,7 +598,7 @@
 
   entry('__wh_dispatch', (text) => {
     const request = jsonParse(text);
-    if (request.op === 'resume') resume(request.results);
+    if (request.op === 'resume') resume(request);
     else if (request.op === 'seed') seed(request.seed);
     else if (request.op === 'setup') begin(runSetup, request);
     else if (request.op === 'invoke') begin(runInvoke, request);
@@ -568,6 +614,10 @@
     if (logs.length > 0) {
       answer.logs = logs.slice();
       logs.length = 0;
+    }
+    if (late.length > 0) {
+      answer.late = late.slice();
+      late.length = 0;
     }
     return jsonStringify(answer);
   });
