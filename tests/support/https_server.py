@@ -2,11 +2,13 @@
 
 ``LoopbackServer`` is a ``ThreadingHTTPServer`` on ``127.0.0.1`` (port 0) that
 runs in a background thread and serves routes a test registers while it runs:
-fixed bodies, chunked bodies, slow streams and redirects. Routes can be
-replaced between requests from the test thread. Every request path is
-recorded, and the bytes of body written per path are counted, so a test can
-show that a client stopped reading early. ``close()`` stops the server, cuts
-open connections and joins every handler thread; it is safe to call twice.
+fixed bodies, chunked bodies, slow streams, redirects and a Cloudflare-style
+browser challenge. Routes can be replaced between requests from the test
+thread. Every request is recorded (its target, and in ``received`` its method,
+headers and body), and the bytes of body written per path are counted, so a
+test can show that a client stopped reading early. ``close()`` stops the
+server, cuts open connections and joins every handler thread; it is safe to
+call twice.
 
 ``ThrowawayCA`` is a ``trustme`` CA with its PEM written to a file and one
 server certificate for ``localhost``, ``127.0.0.1`` and ``::1``.
@@ -31,7 +33,7 @@ from typing import Any
 
 import trustme
 
-__all__ = ["LoopbackServer", "ThrowawayCA"]
+__all__ = ["LoopbackServer", "ReceivedRequest", "ThrowawayCA"]
 
 # Bound on a silent connection or a stalled handshake, so no handler thread
 # can outlive a test for long even if a client misbehaves.
@@ -43,6 +45,9 @@ _POLL_SECONDS = 0.01  # how soon close() is noticed
 _DEFAULT_CONTENT_TYPE = "text/javascript"
 _FRAMING_HEADERS = frozenset({"content-length", "transfer-encoding"})
 _REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+# Request bodies a test may send; a larger one is refused with 413.
+_MAX_REQUEST_BODY_BYTES = 16 * 1024 * 1024
+_CHALLENGE_BODY = b"<!DOCTYPE html><title>Just a moment...</title>\n"
 
 
 class ThrowawayCA:
@@ -71,6 +76,21 @@ class ThrowawayCA:
 
 
 @dataclass(frozen=True)
+class ReceivedRequest:
+    """One request as the server read it: ``headers`` in wire order, names as sent."""
+
+    method: str
+    target: str
+    headers: tuple[tuple[str, str], ...]
+    body: bytes = b""
+
+    def header(self, name: str) -> str | None:
+        """The first value of header ``name`` (any case), or None."""
+        wanted = name.lower()
+        return next((v for k, v in self.headers if k.lower() == wanted), None)
+
+
+@dataclass(frozen=True)
 class _Route:
     status: int
     headers: tuple[tuple[str, str], ...]
@@ -80,15 +100,20 @@ class _Route:
     # With chunks: use chunked transfer encoding, or a Content-Length and raw pieces.
     chunked: bool = True
     delay_seconds: float = 0.0
+    # When set: a request whose User-Agent contains it gets a challenge instead.
+    challenge_marker: str | None = None
 
 
 class LoopbackServer:
     """An HTTP server on 127.0.0.1, or HTTPS when given a server TLS context.
 
     Register routes with ``serve``, ``serve_chunked``, ``serve_slow`` and
-    ``redirect``; a route is matched by the request path without its query.
-    Unknown paths answer 404. Only ``GET`` and ``HEAD`` are handled. Use as a
-    context manager or call ``close()``.
+    ``redirect`` (and ``serve_challenge``); a route is matched by the request
+    path without its query, whatever the method. Unknown paths answer 404.
+    ``HEAD`` gets the headers only; ``GET``, ``POST``, ``PUT``, ``PATCH``,
+    ``DELETE`` and ``OPTIONS`` get the route's answer, and a request body
+    (Content-Length or chunked) is read and recorded first. Use as a context
+    manager or call ``close()``.
     """
 
     def __init__(self, tls: ssl.SSLContext | None = None) -> None:
@@ -98,6 +123,7 @@ class LoopbackServer:
         self._closing = threading.Event()
         self._routes: dict[str, _Route] = {}
         self._requests: list[str] = []
+        self._received: list[ReceivedRequest] = []
         self._sent: dict[str, int] = {}
         self._connections: set[_Live] = set()
         self._closed = False
@@ -129,11 +155,14 @@ class LoopbackServer:
         path: str,
         body: bytes,
         *,
-        content_type: str = _DEFAULT_CONTENT_TYPE,
+        content_type: str | None = _DEFAULT_CONTENT_TYPE,
         status: int = 200,
         headers: Mapping[str, str] | None = None,
     ) -> None:
-        """Answer ``path`` with ``body`` and a Content-Length; replaces any route there."""
+        """Answer ``path`` with ``body`` and a Content-Length; replaces any route there.
+
+        ``content_type=None`` sends no Content-Type header at all.
+        """
         self._add(path, _Route(status, _headers(content_type, headers), body=body))
 
     def serve_chunked(
@@ -141,7 +170,7 @@ class LoopbackServer:
         path: str,
         body: bytes,
         *,
-        content_type: str = _DEFAULT_CONTENT_TYPE,
+        content_type: str | None = _DEFAULT_CONTENT_TYPE,
         status: int = 200,
         headers: Mapping[str, str] | None = None,
         chunk_size: int = _WRITE_PIECE_BYTES,
@@ -159,7 +188,7 @@ class LoopbackServer:
         chunks: Sequence[bytes],
         delay_seconds: float,
         *,
-        content_type: str = _DEFAULT_CONTENT_TYPE,
+        content_type: str | None = _DEFAULT_CONTENT_TYPE,
         status: int = 200,
         headers: Mapping[str, str] | None = None,
         declare_length: bool = False,
@@ -181,6 +210,23 @@ class LoopbackServer:
         )
         self._add(path, route)
 
+    def serve_challenge(
+        self,
+        path: str,
+        body: bytes,
+        *,
+        content_type: str | None = _DEFAULT_CONTENT_TYPE,
+        browser_marker: str = "Mozilla/",
+    ) -> None:
+        """Answer ``path`` like a site behind a Cloudflare browser challenge.
+
+        A request whose User-Agent contains ``browser_marker`` gets ``403`` with
+        ``cf-mitigated: challenge`` and an HTML page; any other request gets
+        ``body`` with status 200. ``browser_marker=""`` challenges everyone.
+        """
+        headers = _headers(content_type, None)
+        self._add(path, _Route(200, headers, body=body, challenge_marker=browser_marker))
+
     def redirect(self, path: str, to_url: str, status: int = 302) -> None:
         """Answer ``path`` with a redirect whose Location is exactly ``to_url``."""
         if status not in _REDIRECT_STATUSES:
@@ -197,6 +243,12 @@ class LoopbackServer:
         """The request targets received so far (path and query), oldest first. A copy."""
         with self._lock:
             return list(self._requests)
+
+    @property
+    def received(self) -> list[ReceivedRequest]:
+        """Every request received so far, with method, headers and body, oldest first. A copy."""
+        with self._lock:
+            return list(self._received)
 
     def body_bytes_sent(self, path: str) -> int:
         """Body bytes written for ``path`` so far, over all requests (framing excluded)."""
@@ -251,10 +303,11 @@ class LoopbackServer:
         with self._lock:
             self._routes[path] = route
 
-    def _route_for(self, target: str) -> tuple[str, _Route | None]:
-        path = urllib.parse.urlsplit(target).path
+    def _route_for(self, received: ReceivedRequest) -> tuple[str, _Route | None]:
+        path = urllib.parse.urlsplit(received.target).path
         with self._lock:
-            self._requests.append(target)
+            self._requests.append(received.target)
+            self._received.append(received)
             return path, self._routes.get(path)
 
     def _count(self, path: str, sent: int) -> None:
@@ -288,11 +341,13 @@ class _Live:
         self.sock: socket.socket | None = sock
 
 
-def _headers(content_type: str, extra: Mapping[str, str] | None) -> tuple[tuple[str, str], ...]:
+def _headers(
+    content_type: str | None, extra: Mapping[str, str] | None
+) -> tuple[tuple[str, str], ...]:
     extra = dict(extra or {})
     if any(name.lower() in _FRAMING_HEADERS for name in extra):
         raise ValueError("the server sets Content-Length and Transfer-Encoding itself")
-    if not any(name.lower() == "content-type" for name in extra):
+    if content_type is not None and not any(name.lower() == "content-type" for name in extra):
         extra["Content-Type"] = content_type
     return tuple(extra.items())
 
@@ -344,19 +399,66 @@ class _Handler(BaseHTTPRequestHandler):
     def do_HEAD(self) -> None:
         self._respond(send_body=False)
 
+    def do_POST(self) -> None:
+        self._respond(send_body=True)
+
+    do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_POST
+
     def log_message(self, format: str, *args: Any) -> None:
         return None
 
     def _respond(self, *, send_body: bool) -> None:
         owner = self.server.owner
-        path, route = owner._route_for(self.path)
+        try:
+            body = self._read_request_body()
+        except (OSError, ValueError):
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.send_error(400)
+            return
+        if body is None:
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.send_error(413)
+            return
+        received = ReceivedRequest(self.command, self.path, tuple(self.headers.items()), body)
+        path, route = owner._route_for(received)
         if route is None:
             route = _Route(404, (("Content-Type", "text/plain"),), body=b"not found\n")
+        elif route.challenge_marker is not None and route.challenge_marker in (
+            received.header("User-Agent") or ""
+        ):
+            route = _Route(
+                403,
+                (("Content-Type", "text/html"), ("cf-mitigated", "challenge")),
+                body=_CHALLENGE_BODY,
+            )
         try:
             self._send(owner, path, route, send_body)
         except OSError:
             # The client went away (or the server is closing): stop quietly.
             self.close_connection = True
+
+    def _read_request_body(self) -> bytes | None:
+        """The request body (empty if none); None when it is over the limit."""
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            body = bytearray()
+            while True:
+                size = int(self.rfile.readline(100).split(b";")[0].strip(), 16)
+                if size == 0:
+                    while self.rfile.readline(1000).strip():
+                        pass  # trailers
+                    return bytes(body)
+                if len(body) + size > _MAX_REQUEST_BODY_BYTES:
+                    return None
+                body += self.rfile.read(size)
+                self.rfile.readline(10)
+        length = int(self.headers.get("Content-Length") or 0)
+        if length < 0:
+            raise ValueError("negative Content-Length")
+        if length > _MAX_REQUEST_BODY_BYTES:
+            return None
+        return self.rfile.read(length)
 
     def _send(self, owner: LoopbackServer, path: str, route: _Route, send_body: bool) -> None:
         self.send_response(route.status)
