@@ -23,6 +23,8 @@ from ._isolate import GuestAnswer, HostRequest, Isolate
 
 plugin_log = logging.getLogger("worker_host.plugin")
 
+QUESTION_DISMISSED = {"_tag": "QuestionDismissedError"}
+
 # A guest request of this kind is the guest saying a callback finished.
 CALLBACK_DONE = "callback.done"
 
@@ -59,11 +61,16 @@ class HostOperations(Protocol):
 
 
 class NoCapabilities:
-    """Timers only; every capability answers as a host without it."""
+    """Timers only. Every capability answers as a host without it; questions
+    are dismissed (no client can answer) and activity reports are dropped."""
 
     async def perform(self, request: HostRequest, deliver: Deliver) -> Any:
         if request.kind == "timer":
             await asyncio.sleep(timer_seconds(request.input))
+            return None
+        if request.kind == "askQuestion":
+            raise GuestFailure(QUESTION_DISMISSED)
+        if request.kind == "reportActivity":
             return None
         raise no_capability(request.kind)
 

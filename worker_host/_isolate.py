@@ -104,7 +104,8 @@ class Isolate:
 
     def call(self, request: dict[str, Any]) -> GuestAnswer:
         """Sends one request (setup, invoke or resume) and runs until the guest yields."""
-        pointer, length = self._write(json.dumps(request, ensure_ascii=False).encode())
+        # ASCII escapes keep lone surrogates (valid in JSON and JS) encodable.
+        pointer, length = self._write(json.dumps(request).encode())
         return self._answer(self._enter(self._call, pointer, length))
 
     def close(self) -> None:
@@ -184,7 +185,7 @@ class Isolate:
         try:
             raw = json.loads(self._read_text())
             return _parse_answer(raw)
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
             self._discard()
             raise IsolateFault("guest_protocol", "The guest answered malformed data.") from exc
 

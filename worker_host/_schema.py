@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from functools import lru_cache
+from urllib.parse import unquote
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -25,6 +26,8 @@ _SCHEMA_MAPS = ("properties", "$defs", "dependentSchemas")
 _SCHEMA_VALUES = ("not", "if", "then", "else", "items", "contains", "additionalProperties",
                   "propertyNames")
 _SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
+# Deeper schemas are refused at setup: validating them would exhaust the stack.
+MAX_SCHEMA_DEPTH = 64
 
 
 def schema_problem(schema: Any) -> str | None:
@@ -39,15 +42,35 @@ def schema_problem(schema: Any) -> str | None:
     if schema.get("type") != "object":
         return 'inputSchema must have type "object" at its root'
     for location, keyword, value in _keywords(schema, "inputSchema", root=True):
+        if location.count(".") > MAX_SCHEMA_DEPTH:
+            return f"inputSchema is nested more than {MAX_SCHEMA_DEPTH} levels deep"
         if keyword not in ALLOWED_KEYWORDS:
             return f"{location} uses the keyword {keyword!r}, which is not allowed"
-        if keyword == "$ref" and not (isinstance(value, str) and value.startswith("#")):
-            return f"{location} has a $ref that is not a local #... pointer"
+        if keyword == "$ref" and not _resolves(schema, value):
+            return f"{location} has a $ref that is not a local #/... pointer that resolves"
     try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
         return f"inputSchema is not a valid JSON Schema: {exc.message}"
+    except RecursionError:
+        return "inputSchema is nested too deeply"
     return None
+
+
+def _resolves(schema: dict[str, Any], ref: Any) -> bool:
+    """Whether `ref` is `#` or a `#/...` JSON pointer to a subschema of `schema`."""
+    if not isinstance(ref, str) or not (ref == "#" or ref.startswith("#/")):
+        return False
+    target: Any = schema
+    for token in ref[2:].split("/") if ref != "#" else ():
+        token = unquote(token).replace("~1", "/").replace("~0", "~")
+        if isinstance(target, dict) and token in target:
+            target = target[token]
+        elif isinstance(target, list) and token.isdigit() and int(token) < len(target):
+            target = target[int(token)]
+        else:
+            return False
+    return isinstance(target, dict | bool)
 
 
 def _keywords(schema: Any, location: str, *, root: bool = False) -> Iterator[tuple[str, str, Any]]:
@@ -68,8 +91,14 @@ def _keywords(schema: Any, location: str, *, root: bool = False) -> Iterator[tup
 
 
 def input_is_valid(schema: dict[str, Any], value: Any) -> bool:
-    """Whether `value` satisfies an accepted `inputSchema` (2020-12)."""
-    return _validator(json.dumps(schema, sort_keys=True)).is_valid(value)
+    """Whether `value` satisfies an accepted `inputSchema` (2020-12).
+
+    An input nested too deeply to validate is not valid.
+    """
+    try:
+        return _validator(json.dumps(schema, sort_keys=True)).is_valid(value)
+    except RecursionError:
+        return False
 
 
 @lru_cache(maxsize=512)

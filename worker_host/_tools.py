@@ -110,6 +110,8 @@ async def call_tool(
                 operations,
             )
             if answer.status == "failed":
+                if (answer.error or {}).get("_tag") == "InvalidOutput":
+                    raise _invalid_projection("it is not plain JSON")
                 return _plugin_failure(plugin.plugin_id, answer.error or {})
             projections = validate_projections(answer.value)
         else:
@@ -159,6 +161,7 @@ def validate_projections(value: Any) -> list[dict[str, Any]]:
     if not isinstance(value, list) or not value:
         raise _invalid_projection("a non-empty list of projections is required")
     unique: list[dict[str, Any]] = []
+    seen: set[str] = set()
     for projection in value:
         if not isinstance(projection, dict):
             raise _invalid_projection("each projection must be an object")
@@ -175,9 +178,23 @@ def validate_projections(value: Any) -> list[dict[str, Any]]:
             raise _invalid_projection("save must be a list of strings")
         if "metadata" in projection and not isinstance(projection["metadata"], dict):
             raise _invalid_projection("metadata must be an object")
-        if projection not in unique:
+        # Exact duplicates by JSON identity: Python's == would merge true and 1.
+        identity = json.dumps(_as_json_number_identity(projection), sort_keys=True)
+        if identity not in seen:
+            seen.add(identity)
             unique.append(projection)
     return unique
+
+
+def _as_json_number_identity(value: Any) -> Any:
+    """`value` with integral floats as ints: in JSON, 1 and 1.0 are one number."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _as_json_number_identity(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_as_json_number_identity(item) for item in value]
+    return value
 
 
 def _string_list(value: Any) -> bool:

@@ -337,14 +337,14 @@ def test_schema_keyword_is_only_allowed_at_the_root() -> None:
 def test_schema_non_local_ref_rejected(ref: str) -> None:
     schema = {"type": "object", "properties": {"a": {"$ref": ref}}}
     assert schema_problem(schema) == (
-        "inputSchema.properties.a has a $ref that is not a local #... pointer"
+        "inputSchema.properties.a has a $ref that is not a local #/... pointer that resolves"
     )
 
 
 def test_schema_ref_that_is_not_a_string_rejected() -> None:
     schema = {"type": "object", "properties": {"a": {"$ref": 5}}}
     assert schema_problem(schema) == (
-        "inputSchema.properties.a has a $ref that is not a local #... pointer"
+        "inputSchema.properties.a has a $ref that is not a local #/... pointer that resolves"
     )
 
 
@@ -353,7 +353,7 @@ def test_schema_ref_to_a_plain_name_fragment_rejected() -> None:
     # reference, and `$anchor` is not an allowed keyword, so it can never resolve.
     schema = {"type": "object", "properties": {"a": {"$ref": "#name"}}}
     assert schema_problem(schema) == (
-        "inputSchema.properties.a has a $ref that is not a local #... pointer"
+        "inputSchema.properties.a has a $ref that is not a local #/... pointer that resolves"
     )
 
 

@@ -31,7 +31,10 @@
   const mapGet = Map.prototype.get;
   const mapSet = Map.prototype.set;
   const mapDelete = Map.prototype.delete;
+  const mapSize = Object.getOwnPropertyDescriptor(Map.prototype, 'size').get;
   const stringSlice = String.prototype.slice;
+  const toWellFormed = String.prototype.toWellFormed;
+  const arrayJoin = Array.prototype.join;
   const ErrorCtor = Error;
 
   const MAX_JSON_DEPTH = 256;
@@ -40,6 +43,17 @@
   const SETUP_FAILURE_CHARS = 200;
 
   const slice = (text, end) => stringSlice.call(text, 0, end);
+
+  // Appends without consulting Array.prototype (a bundle may define setters
+  // for indices there) and without calling a replaceable `push`.
+  function append(list, value) {
+    defineProperty(list, list.length, {
+      value,
+      writable: true,
+      enumerable: true,
+      configurable: true,
+    });
+  }
   const then = (promise, onFulfilled, onRejected) =>
     promiseThen.call(promise, onFulfilled, onRejected);
 
@@ -95,6 +109,14 @@
   }
 
   function describeFailure(error) {
+    try {
+      return describeFailureUnguarded(error);
+    } catch {
+      return { _tag: 'Thrown', message: 'a value was thrown that could not be described' };
+    }
+  }
+
+  function describeFailureUnguarded(error) {
     if (error instanceof InvalidOutput)
       return { _tag: 'InvalidOutput', message: slice(error.message, SETUP_FAILURE_CHARS) };
     if (error instanceof NotAPlugin) return { _tag: 'NotAPlugin', message: error.message };
@@ -103,7 +125,7 @@
       const message = ownData(error, 'message');
       const publicMessage = ownData(error, 'publicMessage');
       const failure = { _tag: tag, message: typeof message === 'string' ? message : '' };
-      if (typeof publicMessage === 'string') failure.publicMessage = publicMessage;
+      if (typeof publicMessage === 'string') field(failure, 'publicMessage', publicMessage);
       return failure;
     }
     if (tag === 'QuestionDismissedError') return { _tag: tag };
@@ -115,7 +137,7 @@
         : 'a non-error value was thrown';
     const failure = { _tag: 'Thrown', message: slice(text, SETUP_FAILURE_CHARS * 5) };
     if (error instanceof RangeError && message === 'Maximum call stack size exceeded')
-      failure.stackOverflow = true;
+      field(failure, 'stackOverflow', true);
     return failure;
   }
 
@@ -136,14 +158,14 @@
       if (depth > MAX_JSON_DEPTH) throw new InvalidOutput(`${path} is nested too deeply`);
       for (let i = 0; i < seen.length; i++)
         if (seen[i] === current) throw new InvalidOutput(`${path} is a cycle`);
-      seen[seen.length] = current;
+      append(seen, current);
       let result;
       if (isArray(current)) {
         result = [];
         const length = current.length;
         for (let i = 0; i < length; i++) {
           if (!(i in current)) throw new InvalidOutput(`${path}[${i}] is a hole`);
-          result[i] = copy(current[i], `${path}[${i}]`, depth + 1);
+          append(result, copy(current[i], `${path}[${i}]`, depth + 1));
         }
       } else {
         const prototype = getPrototypeOf(current);
@@ -171,19 +193,22 @@
 
   // ---- host operations ---------------------------------------------------
 
-  let callOpen = false;
+  // An isolate's first operation is loading the bundle, whose top-level code
+  // runs before __wh_bundle_loaded starts tracking it: the call is open from
+  // the start, so top-level await on a capability or timer works.
+  let callOpen = true;
   let nextOperationId = 1;
   let queued = [];
   const pending = new MapCtor();
   // Callbacks attached to a pending request (a shell command's onOutput).
   const attached = new MapCtor();
   // Kinds of capability use refused because no call was open; the host logs them.
-  const late = [];
+  let late = [];
   const MAX_LATE = 100;
 
   function hostOperation(kind, args, callback) {
     if (!callOpen) {
-      if (late.length < MAX_LATE) late[late.length] = kind;
+      if (late.length < MAX_LATE) append(late, kind);
       return PromiseCtor.reject(
         new PluginError({ message: `${kind} was used after the host's call returned.` }),
       );
@@ -198,13 +223,13 @@
       const id = nextOperationId++;
       mapSet.call(pending, id, { resolve, reject });
       if (typeof callback === 'function') mapSet.call(attached, id, callback);
-      queued[queued.length] = { id, kind, input };
+      append(queued, { id, kind, input });
     });
   }
 
   // Tells the host that a callback it delivered has finished.
   function callbackDone(callbackId, ok) {
-    queued[queued.length] = { id: 0, kind: 'callback.done', input: { callbackId, ok } };
+    append(queued, { id: 0, kind: 'callback.done', input: { callbackId, ok } });
   }
 
   function runCallback(delivery) {
@@ -291,7 +316,7 @@
     for (let i = 0; i < 8; i++) next32();
   }
 
-  const logs = [];
+  let logs = [];
   function log(level) {
     return (...parts) => {
       if (logs.length >= MAX_LOG_LINES) return;
@@ -305,7 +330,7 @@
         }
         line += (i ? ' ' : '') + text;
       }
-      logs[logs.length] = { level, line: slice(line, MAX_LOG_LINE) };
+      append(logs, { level, line: slice(line, MAX_LOG_LINE) });
     };
   }
   global.console = {
@@ -520,7 +545,9 @@
     };
     if (withCallbacks) {
       context.permissions = ctx.permissions;
-      context.reportActivity = capability('reportActivity');
+      // Not through withoutSignal: the contract rejects explicit undefined here.
+      context.reportActivity = (activity) =>
+        then(hostOperation('reportActivity', activity), () => undefined);
       context.askQuestion = (questions) => hostOperation('askQuestion', { questions });
       context.reportJournal = () =>
         PromiseCtor.reject(
@@ -605,20 +632,60 @@
     else throw new ErrorCtor('unknown request');
   });
 
+  // Serializes the prelude's own plain copies. Unlike JSON.stringify it never
+  // looks up `toJSON`, and it emits only well-formed strings.
+  function serialize(value, parts) {
+    if (value === null || typeof value === 'number' || typeof value === 'boolean') {
+      append(parts, jsonStringify(value));
+    } else if (typeof value === 'string') {
+      append(parts, jsonStringify(toWellFormed.call(value)));
+    } else if (isArray(value)) {
+      append(parts, '[');
+      for (let i = 0; i < value.length; i++) {
+        if (i) append(parts, ',');
+        serialize(value[i], parts);
+      }
+      append(parts, ']');
+    } else {
+      append(parts, '{');
+      const keys = objectKeys(value);
+      for (let i = 0; i < keys.length; i++) {
+        if (i) append(parts, ',');
+        append(parts, jsonStringify(toWellFormed.call(keys[i])));
+        append(parts, ':');
+        serialize(value[keys[i]], parts);
+      }
+      append(parts, '}');
+    }
+  }
+
+  function field(target, key, value) {
+    defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  }
+
   entry('__wh_poll', () => {
-    let answer;
-    if (outcome !== null) answer = outcome;
-    else if (queued.length > 0 || pending.size > 0) answer = { status: 'blocked', ops: queued };
-    else answer = { status: 'stalled' };
+    const answer = { __proto__: null };
+    if (outcome !== null) {
+      field(answer, 'status', outcome.status);
+      field(answer, outcome.status === 'done' ? 'value' : 'error',
+            outcome.status === 'done' ? outcome.value : outcome.error);
+    } else if (queued.length > 0 || mapSize.call(pending) > 0) {
+      field(answer, 'status', 'blocked');
+      field(answer, 'ops', queued);
+    } else {
+      field(answer, 'status', 'stalled');
+    }
     if (outcome !== null || queued.length > 0) queued = [];
     if (logs.length > 0) {
-      answer.logs = logs.slice();
-      logs.length = 0;
+      field(answer, 'logs', logs);
+      logs = [];
     }
     if (late.length > 0) {
-      answer.late = late.slice();
-      late.length = 0;
+      field(answer, 'late', late);
+      late = [];
     }
-    return jsonStringify(answer);
+    const parts = [];
+    serialize(answer, parts);
+    return arrayJoin.call(parts, '');
   });
 })(globalThis);
