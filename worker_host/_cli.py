@@ -36,7 +36,7 @@ def _print_error(code: str, message: str) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument(
         "--data-dir", type=Path, default=argparse.SUPPRESS,
         help="state directory (default: $WORKER_HOST_DATA_DIR or the per-user data directory)",
@@ -91,7 +91,7 @@ def _parser() -> argparse.ArgumentParser:
 def _json_argument(text: str, flag: str) -> Any:
     try:
         return json.loads(text)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise WorkerHostError(
             "invalid_json", f"{flag} is not valid JSON ({exc.msg} at position {exc.pos})."
         ) from exc
@@ -142,11 +142,11 @@ async def _run(args: argparse.Namespace) -> int:
                           f"  input: {json.dumps(tool.input_schema, ensure_ascii=False)}")
         elif args.group == "tools" and args.command == "call":
             tool_input = _json_argument(args.input, "--input")
-            result = await host.session(args.session).call_tool(args.name, tool_input)
-            if not result.ok:
-                _print_error(str(result.code), str(result.message))
+            outcome = await host.session(args.session).call_tool(args.name, tool_input)
+            if not outcome.ok:
+                _print_error(str(outcome.code), str(outcome.message))
                 return EXIT_FAILED
-            print(result.text)
+            print(outcome.text)
     return 0
 
 

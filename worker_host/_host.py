@@ -293,7 +293,8 @@ class Session:
         activation = Activation("session", revision_id, current.version + 1, self.id)
         activated = []
         for pin in pins:
-            code = PluginCode(pin.plugin_id, self._host._bundle(pin.sha256), activation, pin.options)
+            bundle = self._host._bundle(pin.sha256)
+            code = PluginCode(pin.plugin_id, bundle, activation, pin.options)
             manifest = await self._host._runner.activate(code)
             activated.append(
                 Pin(pin.plugin_id, pin.url, pin.sha256, pin.options, manifest.fingerprint,
@@ -315,7 +316,8 @@ class Session:
             if tool is None:
                 continue
             activation = Activation("session", revision.revision_id, revision.version, self.id)
-            code = PluginCode(pin.plugin_id, self._host._bundle(pin.sha256), activation, pin.options)
+            bundle = self._host._bundle(pin.sha256)
+            code = PluginCode(pin.plugin_id, bundle, activation, pin.options)
             context = CallContext(
                 session_id=self.id,
                 turn_id=turn_id or str(uuid.uuid4()),

@@ -20,7 +20,7 @@ import wasmtime
 
 from ._errors import IsolateFault
 from ._limits import IsolateLimits
-from ._runtime import EPOCH_TICK_SECONDS, GuestRuntime
+from ._runtime import EPOCH_TICK_SECONDS, GuestRuntime, export_func, export_memory
 
 _WH_OK, _WH_ERROR, _WH_OOM = 0, 1, 2
 
@@ -78,15 +78,15 @@ class Isolate:
         self._store.set_limits(memory_size=limits.memory_bytes)
         instance = runtime.instance_pre.instantiate(self._store)
         exports = instance.exports(self._store)
-        self._memory: wasmtime.Memory = exports["memory"]
-        self._alloc: wasmtime.Func = exports["wh_alloc"]
-        self._result_ptr: wasmtime.Func = exports["wh_result_ptr"]
-        self._result_len: wasmtime.Func = exports["wh_result_len"]
-        self._load: wasmtime.Func = exports["wh_load"]
-        self._call: wasmtime.Func = exports["wh_call"]
+        self._memory = export_memory(exports)
+        self._alloc = export_func(exports, "wh_alloc")
+        self._result_ptr = export_func(exports, "wh_result_ptr")
+        self._result_len = export_func(exports, "wh_result_len")
+        self._load = export_func(exports, "wh_load")
+        self._call = export_func(exports, "wh_call")
         # The module is a snapshot taken after the runtime and prelude started:
         # only the per-isolate settings remain (stack limit, random seed).
-        self._enter(exports["wh_set_max_stack"], limits.js_stack_bytes)
+        self._enter(export_func(exports, "wh_set_max_stack"), limits.js_stack_bytes)
         seed = [int.from_bytes(os.urandom(4), "little") for _ in range(4)]
         self.call({"op": "seed", "seed": seed})
 
@@ -147,8 +147,10 @@ class Isolate:
             result = func(self._store, *args)
         except wasmtime.Trap as exc:
             self._discard()
-            code, message = _TRAP_FAULTS.get(
-                exc.trap_code, ("guest_trapped", "The plugin's isolate trapped.")
+            trap = exc.trap_code
+            code, message = (_TRAP_FAULTS.get(trap) if trap is not None else None) or (
+                "guest_trapped",
+                "The plugin's isolate trapped.",
             )
             raise IsolateFault(code, message) from exc
         except wasmtime.WasmtimeError as exc:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from functools import lru_cache
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from ._errors import WorkerHostError

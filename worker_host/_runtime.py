@@ -15,6 +15,7 @@ from importlib import metadata, resources
 from pathlib import Path
 
 import wasmtime
+from wasmtime._instance import InstanceExports  # the type Instance.exports returns
 
 from ._limits import NATIVE_WASM_STACK_BYTES, IsolateLimits
 from ._snapshot import snapshot_module
@@ -101,16 +102,16 @@ class GuestRuntime:
             store.set_wasi(wasmtime.WasiConfig())
             store.set_epoch_deadline(1 << 40)
             exports = self._linker.instantiate(store, module).exports(store)
-            exports["_initialize"](store)
-            memory: wasmtime.Memory = exports["memory"]
-            pointer = exports["wh_alloc"](store, len(self.prelude))
+            export_func(exports, "_initialize")(store)
+            memory = export_memory(exports)
+            pointer = export_func(exports, "wh_alloc")(store, len(self.prelude))
             memory.write(store, self.prelude, pointer)
-            status = exports["wh_init"](
+            status = export_func(exports, "wh_init")(
                 store, pointer, len(self.prelude), IsolateLimits().js_stack_bytes
             )
             if status != 0:
                 raise RuntimeError("the guest runtime failed to start")
-            exports["wh_free"](store, pointer)
+            export_func(exports, "wh_free")(store, pointer)
             image = bytes(memory.read(store, 0, memory.data_len(store)))
         finally:
             store.close()
@@ -130,6 +131,22 @@ class GuestRuntime:
                 engine.increment_epoch()
 
         threading.Thread(target=tick, name="worker-host-epoch", daemon=True).start()
+
+
+def export_func(exports: InstanceExports, name: str) -> wasmtime.Func:
+    """The guest's exported function `name`."""
+    func = exports[name]
+    if not isinstance(func, wasmtime.Func):
+        raise TypeError(f"the guest export {name} is not a function")
+    return func
+
+
+def export_memory(exports: InstanceExports) -> wasmtime.Memory:
+    """The guest's exported linear memory."""
+    memory = exports["memory"]
+    if not isinstance(memory, wasmtime.Memory):
+        raise TypeError("the guest export memory is not a memory")
+    return memory
 
 
 _shared: dict[Path | None, GuestRuntime] = {}

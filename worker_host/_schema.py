@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from functools import lru_cache
-from urllib.parse import unquote
 from typing import Any
+from urllib.parse import unquote
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
@@ -96,7 +96,7 @@ def input_is_valid(schema: dict[str, Any], value: Any) -> bool:
     An input nested too deeply to validate is not valid.
     """
     try:
-        return _validator(json.dumps(schema, sort_keys=True)).is_valid(value)
+        return bool(_validator(json.dumps(schema, sort_keys=True)).is_valid(value))
     except RecursionError:
         return False
 

@@ -90,7 +90,9 @@ class SqliteStore:
             self._db.execute("PRAGMA busy_timeout=5000")
             self._db.executescript(_SCHEMA)
         except (sqlite3.Error, OSError) as exc:
-            raise WorkerHostError("store_failed", "The state database could not be opened.") from exc
+            raise WorkerHostError(
+                "store_failed", "The state database could not be opened."
+            ) from exc
         self._lock = threading.Lock()
         self._closed = False
 

@@ -162,8 +162,25 @@ def test_connection_refused_is_request_failed(tls_ca: ThrowawayCA) -> None:
     assert (err.code, err.message) == ("request_failed", "could not connect to the server")
 
 
-def test_unknown_host_is_request_failed() -> None:
-    err = fetch_error("https://bundle-loader-test.invalid/worker.js")
+UNKNOWN_HOST = "bundle-loader-test.invalid"
+
+
+@pytest.fixture
+def unknown_host(monkeypatch: pytest.MonkeyPatch) -> str:
+    """A host name whose lookup fails here, without asking any DNS server."""
+    real_getaddrinfo = socket.getaddrinfo
+
+    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host == UNKNOWN_HOST:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return real_getaddrinfo(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    return UNKNOWN_HOST
+
+
+def test_unknown_host_is_request_failed(unknown_host: str) -> None:
+    err = fetch_error(f"https://{unknown_host}/worker.js")
 
     assert (err.code, err.message) == ("request_failed", "could not resolve the server's host name")
 
@@ -538,8 +555,8 @@ def test_malformed_expected_sha256_is_refused_before_any_request(
 # -- the translation boundary ------------------------------------------------------
 
 
-def test_foreign_errors_keep_their_cause_but_not_their_text() -> None:
-    err = fetch_error("https://bundle-loader-test.invalid/worker.js")
+def test_foreign_errors_keep_their_cause_but_not_their_text(unknown_host: str) -> None:
+    err = fetch_error(f"https://{unknown_host}/worker.js")
     assert isinstance(err.__cause__, httpx.ConnectError)
     assert "bundle-loader-test" not in err.message
 

@@ -148,7 +148,8 @@ def test_a_failed_activation_leaves_the_previous_revision(
     config: HostConfig, https_server: LoopbackServer
 ) -> None:
     https_server.serve("/shout.mjs", SHOUT)
-    https_server.serve("/broken.mjs", b"export default { id: 'example.broken', setup() { throw 1 } };")
+    broken = b"export default { id: 'example.broken', setup() { throw 1 } };"
+    https_server.serve("/broken.mjs", broken)
     add(config, https_server.url("/shout.mjs"))
     with pytest.raises(WorkerHostError) as caught:
         add(config, https_server.url("/broken.mjs"), plugin_id="example.broken")
