@@ -5,6 +5,7 @@ a thin shell over it. See README.md.
 """
 
 from ._activation import Activation, PluginCode, PluginRunner, SetupFailed
+from ._call_scope import CallScope, CapabilityPolicy
 from ._errors import IsolateFault, WorkerHostError
 from ._host import (
     Host,
@@ -22,6 +23,8 @@ from ._tools import ToolResult
 
 __all__ = [
     "Activation",
+    "CallScope",
+    "CapabilityPolicy",
     "GuestRuntime",
     "Host",
     "HostConfig",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -100,9 +101,10 @@ class PluginRunner:
         no plugin default export), `setup_failed` (`SetupFailed`),
         `invalid_contribution`, `plugin_id_mismatch`, or an isolate fault.
         """
+        deadline = self._deadline()
         isolate = await self._start(plugin)
         try:
-            return await self._setup(isolate, plugin, operations or NoCapabilities())
+            return await self._setup(isolate, plugin, operations or NoCapabilities(), deadline)
         finally:
             await self._close(isolate)
 
@@ -121,9 +123,10 @@ class PluginRunner:
         activation, plus everything `activate` raises.
         """
         operations = operations or NoCapabilities()
+        deadline = self._deadline()
         isolate = await self._start(plugin)
         try:
-            registered = await self._run_setup(isolate, plugin, operations)
+            registered = await self._run_setup(isolate, plugin, operations, deadline)
             if manifest_fingerprint(registered) != fingerprint:
                 raise WorkerHostError(
                     "setup_nondeterministic",
@@ -131,9 +134,15 @@ class PluginRunner:
                     "was activated; the call was refused.",
                 )
             invoke = {"op": "invoke", **request}
-            return await self._drive(isolate, plugin, lambda: isolate.call(invoke), operations)
+            return await self._drive(
+                isolate, plugin, lambda: isolate.call(invoke), operations, deadline
+            )
         finally:
             await self._close(isolate)
+
+    def _deadline(self) -> float:
+        """When the wall-clock budget of a call starting now ends (loop time)."""
+        return asyncio.get_running_loop().time() + self._limits.wall_time_ms / 1000
 
     async def _start(self, plugin: PluginCode) -> Isolate:
         loop = asyncio.get_running_loop()
@@ -143,21 +152,30 @@ class PluginRunner:
         await asyncio.get_running_loop().run_in_executor(self._executor, isolate.close)
 
     async def _drive(
-        self, isolate: Isolate, plugin: PluginCode, step: Any, operations: HostOperations
+        self,
+        isolate: Isolate,
+        plugin: PluginCode,
+        step: Callable[[], GuestAnswer],
+        operations: HostOperations,
+        deadline: float,
     ) -> GuestAnswer:
         return await drive(
             isolate,
             step,
             operations,
             executor=self._executor,
-            wall_time_seconds=self._limits.wall_time_ms / 1000,
+            deadline=deadline,
             log_name=plugin.plugin_id,
         )
 
     async def _setup(
-        self, isolate: Isolate, plugin: PluginCode, operations: HostOperations
+        self,
+        isolate: Isolate,
+        plugin: PluginCode,
+        operations: HostOperations,
+        deadline: float,
     ) -> Manifest:
-        manifest = build_manifest(await self._run_setup(isolate, plugin, operations))
+        manifest = build_manifest(await self._run_setup(isolate, plugin, operations, deadline))
         if manifest.plugin_id != plugin.plugin_id:
             raise WorkerHostError(
                 "plugin_id_mismatch",
@@ -166,10 +184,16 @@ class PluginRunner:
         return manifest
 
     async def _run_setup(
-        self, isolate: Isolate, plugin: PluginCode, operations: HostOperations
+        self,
+        isolate: Isolate,
+        plugin: PluginCode,
+        operations: HostOperations,
+        deadline: float,
     ) -> Any:
         """Loads the bundle and runs setup; returns what it registered, unvalidated."""
-        loaded = await self._drive(isolate, plugin, lambda: isolate.load(plugin.bundle), operations)
+        loaded = await self._drive(
+            isolate, plugin, lambda: isolate.load(plugin.bundle), operations, deadline
+        )
         if loaded.status == "failed":
             log.info("bundle for %s failed to load: %s", plugin.plugin_id, loaded.error)
             raise WorkerHostError(
@@ -180,7 +204,9 @@ class PluginRunner:
             "activation": plugin.activation.to_json(),
             "options": plugin.options,
         }
-        answer = await self._drive(isolate, plugin, lambda: isolate.call(request), operations)
+        answer = await self._drive(
+            isolate, plugin, lambda: isolate.call(request), operations, deadline
+        )
         if answer.status == "failed":
             failure = answer.error or {}
             log.info("setup of %s failed: %s", plugin.plugin_id, failure)

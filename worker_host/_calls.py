@@ -185,17 +185,18 @@ async def drive(
     operations: HostOperations,
     *,
     executor: Executor | None,
-    wall_time_seconds: float,
+    deadline: float,
     log_name: str,
 ) -> GuestAnswer:
     """Runs `first_step` and every resumption until the operation settles.
 
-    Returns the settled answer (`done` or `failed`). Raises `IsolateFault`
-    (`stalled`, or any fault of the isolate) and `WorkerHostError` with
-    `timed_out` when the wall-clock budget runs out while the guest waits.
+    `deadline` is the event loop's time at which the whole call's wall-clock
+    budget ends. Returns the settled answer (`done` or `failed`). Raises
+    `IsolateFault` (`stalled`, or any fault of the isolate) and
+    `WorkerHostError` with `timed_out` when the budget runs out while the
+    guest waits.
     """
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + wall_time_seconds
     call = _Call(operations)
     try:
         # Guest steps are not cut short here: the CPU deadline bounds each one,

@@ -27,6 +27,7 @@ from bundle_loader import (
 )
 
 from ._activation import Activation, PluginCode, PluginRunner
+from ._call_scope import CallScope, CapabilityPolicy
 from ._errors import WorkerHostError
 from ._limits import IsolateLimits
 from ._manifest import Manifest, load_manifest, valid_plugin_id
@@ -56,6 +57,9 @@ class HostConfig:
       defaults (`SSL_CERT_FILE` is honoured when this is unset).
     - `allow_http_loopback`: accept plain `http` bundle URLs on loopback hosts,
       for development only.
+    - `capabilities`: what plugins may reach (network policy, shell, files);
+      see `CapabilityPolicy`. Each session's workspace is
+      `data_dir/workspaces/<session id>`, seen by plugins as `/workspace`.
     """
 
     data_dir: Path = field(default_factory=default_data_dir)
@@ -63,6 +67,7 @@ class HostConfig:
     allow_http_loopback: bool = False
     fetch_limits: FetchLimits = field(default_factory=FetchLimits)
     isolate_limits: IsolateLimits = field(default_factory=IsolateLimits)
+    capabilities: CapabilityPolicy = field(default_factory=CapabilityPolicy)
 
 
 @dataclass(frozen=True)
@@ -169,7 +174,14 @@ class Host:
         workdir = self._store.session_workdir(session_id)
         if workdir is None:
             raise WorkerHostError("session_not_found", f"No session named {session_id!r}.")
-        return Session(self, session_id, workdir)
+        workspace = self.config.data_dir / "workspaces" / session_id
+        try:
+            workspace.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise WorkerHostError(
+                "store_failed", "The session's workspace could not be created."
+            ) from exc
+        return Session(self, session_id, workdir, workspace)
 
     def session_ids(self) -> list[str]:
         """Every session's id, sorted."""
@@ -201,10 +213,15 @@ class Host:
 class Session:
     """One session's plugins and tools. Obtain it from `Host.session`."""
 
-    def __init__(self, host: Host, session_id: str, workdir: str) -> None:
+    def __init__(self, host: Host, session_id: str, workdir: str, workspace: Path) -> None:
         self._host = host
         self.id = session_id
         self.workdir = workdir
+        self.workspace = workspace
+        """The session's workspace directory on the host (`/workspace` to plugins)."""
+
+    def _scope(self) -> CallScope:
+        return CallScope(self.workspace, self._host.config.capabilities)
 
     def revision(self) -> Revision:
         """The active revision (version 0 has no pins)."""
@@ -295,7 +312,7 @@ class Session:
         for pin in pins:
             bundle = self._host._bundle(pin.sha256)
             code = PluginCode(pin.plugin_id, bundle, activation, pin.options)
-            manifest = await self._host._runner.activate(code)
+            manifest = await self._host._runner.activate(code, self._scope())
             activated.append(
                 Pin(pin.plugin_id, pin.url, pin.sha256, pin.options, manifest.fingerprint,
                     manifest.canonical)
@@ -325,7 +342,7 @@ class Session:
                 workdir=self.workdir,
             )
             return await call_tool(self._host._runner, code, pin.fingerprint, tool, tool_input,
-                                   context)
+                                   context, self._scope())
         raise WorkerHostError("unknown_tool", f"Session {self.id} has no tool named {name!r}.")
 
 

@@ -48,6 +48,33 @@ def test_example_builds_and_runs(
     assert (result.code, result.value) == (None, expected)
 
 
+def test_notes_saves_a_note_into_the_session_workspace(
+    tmp_path: Path, tls_ca: ThrowawayCA, https_server: LoopbackServer
+) -> None:
+    bundle = build_bundle(EXAMPLES / "notes" / "plugin.mjs", tmp_path / "notes.mjs")
+    https_server.serve("/notes.mjs", bundle)
+    config = HostConfig(data_dir=tmp_path / "data", ca_bundle=tls_ca.ca_file)
+
+    async def scenario() -> tuple[Any, Path]:
+        async with Host(config) as host:
+            session = host.session("demo", create=True)
+            plugin = await session.add_plugin(https_server.url("/notes.mjs"), "example.notes")
+            assert plugin.shape == "mixed"
+            saved = await session.call_tool(
+                "notes_save", {"title": "Release plan", "body": "  - ship it\n"}
+            )
+            return saved, session.workspace
+
+    saved, workspace = asyncio.run(scenario())
+    assert (saved.code, saved.value) == (
+        None,
+        {"saved": "/workspace/notes/release-plan.md", "bytes": 26},
+    )
+    assert (workspace / "notes" / "release-plan.md").read_text() == (
+        "# Release plan\n\n- ship it\n"
+    )
+
+
 def test_the_demo_runs_end_to_end() -> None:
     done = subprocess.run(
         [sys.executable, str(EXAMPLES / "demo.py")], capture_output=True, text=True, timeout=120

@@ -89,7 +89,7 @@
       defineProperty(error, 'code', { value: failure.code, enumerable: true });
       return error;
     }
-    if (tag === 'FetchFailed') return new TypeError(`fetch failed: ${failure.message}`);
+    if (tag === 'FetchFailed') return new TypeError(String(failure.message));
     return new PluginError({ message: String(failure && failure.message) });
   }
 
