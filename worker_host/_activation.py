@@ -93,20 +93,33 @@ class PluginRunner:
         self._executor = executor
 
     async def activate(
-        self, plugin: PluginCode, operations: HostOperations | None = None
+        self,
+        plugin: PluginCode,
+        operations: HostOperations | None = None,
+        *,
+        check_id: bool = True,
     ) -> Manifest:
         """Runs setup once and returns the validated manifest.
 
         Raises `WorkerHostError`: `bundle_invalid` (not a loadable ES module or
         no plugin default export), `setup_failed` (`SetupFailed`),
-        `invalid_contribution`, `plugin_id_mismatch`, or an isolate fault.
+        `invalid_contribution`, `plugin_id_mismatch` (unless `check_id` is
+        False, for bundles whose id is not known yet), or an isolate fault.
         """
         deadline = self._deadline()
         isolate = await self._start(plugin)
         try:
-            return await self._setup(isolate, plugin, operations or NoCapabilities(), deadline)
+            manifest = await self._setup(
+                isolate, plugin, operations or NoCapabilities(), deadline
+            )
         finally:
             await self._close(isolate)
+        if check_id and manifest.plugin_id != plugin.plugin_id:
+            raise WorkerHostError(
+                "plugin_id_mismatch",
+                f"The bundle's plugin id is {manifest.plugin_id!r}, not {plugin.plugin_id!r}.",
+            )
+        return manifest
 
     async def invoke(
         self,
@@ -175,13 +188,7 @@ class PluginRunner:
         operations: HostOperations,
         deadline: float,
     ) -> Manifest:
-        manifest = build_manifest(await self._run_setup(isolate, plugin, operations, deadline))
-        if manifest.plugin_id != plugin.plugin_id:
-            raise WorkerHostError(
-                "plugin_id_mismatch",
-                f"The bundle's plugin id is {manifest.plugin_id!r}, not {plugin.plugin_id!r}.",
-            )
-        return manifest
+        return build_manifest(await self._run_setup(isolate, plugin, operations, deadline))
 
     async def _run_setup(
         self,

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from ._cli_bundle import add_bundle_commands, run_bundle_command
 from ._errors import WorkerHostError
 from ._host import Host, HostConfig, PluginInfo, default_data_dir
 
@@ -85,6 +86,8 @@ def _parser() -> argparse.ArgumentParser:
     call.add_argument("--session", required=True)
     call.add_argument("name", metavar="TOOL")
     call.add_argument("--input", default="{}", metavar="JSON", help="the tool input, a JSON object")
+
+    add_bundle_commands(groups, common, _Parser)
     return parser
 
 
@@ -107,6 +110,8 @@ async def _run(args: argparse.Namespace) -> int:
         ca_bundle=getattr(args, "ca_bundle", None),
         allow_http_loopback=getattr(args, "allow_http_loopback", False),
     )
+    if args.group == "bundle":
+        return await run_bundle_command(args, config, _json_argument)
     async with Host(config) as host:
         if args.group == "plugins" and args.command == "add":
             options = None if args.options is None else _json_argument(args.options, "--options")

@@ -113,6 +113,29 @@ class RefreshResult:
     plugin: PluginInfo
 
 
+async def fetch(
+    config: HostConfig, url: str, expected_sha256: str | None = None
+) -> tuple[bytes, str]:
+    """Fetches a bundle under the host's URL, TLS and size rules.
+
+    Returns the bytes and their SHA-256. Raises `WorkerHostError` with the
+    fetch codes: `invalid_url`, `request_failed`, `timed_out`, `http_status`,
+    `too_large`, `integrity_mismatch`.
+    """
+    try:
+        check_bundle_url(url, allow_http_loopback=config.allow_http_loopback)
+        fetched = await fetch_bundle(
+            url,
+            limits=config.fetch_limits,
+            allow_http_loopback=config.allow_http_loopback,
+            ca_bundle=config.ca_bundle,
+            expected_sha256=expected_sha256,
+        )
+    except BundleLoaderError as exc:
+        raise WorkerHostError(exc.code, exc.message) from exc
+    return fetched.data, fetched.sha256
+
+
 class Host:
     """The worker host. Use as ``async with Host(config) as host:`` (or plain
     ``with`` outside asyncio).
@@ -189,19 +212,12 @@ class Host:
         return self._store.session_ids()
 
     async def _fetch(self, url: str, expected_sha256: str | None) -> tuple[bytes, str]:
+        data, digest = await fetch(self.config, url, expected_sha256)
         try:
-            check_bundle_url(url, allow_http_loopback=self.config.allow_http_loopback)
-            fetched = await fetch_bundle(
-                url,
-                limits=self.config.fetch_limits,
-                allow_http_loopback=self.config.allow_http_loopback,
-                ca_bundle=self.config.ca_bundle,
-                expected_sha256=expected_sha256,
-            )
-            self._bundles.put(fetched.data)
+            self._bundles.put(data)
         except BundleLoaderError as exc:
             raise WorkerHostError(exc.code, exc.message) from exc
-        return fetched.data, fetched.sha256
+        return data, digest
 
     def _bundle(self, sha256: str) -> bytes:
         try:

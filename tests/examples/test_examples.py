@@ -20,8 +20,11 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 @pytest.mark.parametrize(
     ("example", "plugin_id", "tool", "tool_input", "expected"),
     [
-        ("shout", "example.shout", "shout", {"text": "hi"}, "HI"),
-        ("basic", "example.basic", "double", {"value": 21}, {"value": 42}),
+        ("shout/plugin.mjs", "example.shout", "shout", {"text": "hi"}, "HI"),
+        ("shout-ts/plugin.ts", "example.shout", "shout", {"text": "hi"}, "HI"),
+        ("basic/plugin.mjs", "example.basic", "double", {"value": 21}, {"value": 42}),
+        ("approval-hook/plugin.mjs", "example.approval-hook", "double", {"value": 2},
+         {"value": 4}),
     ],
 )
 def test_example_builds_and_runs(
@@ -34,14 +37,14 @@ def test_example_builds_and_runs(
     tool_input: dict[str, Any],
     expected: Any,
 ) -> None:
-    bundle = build_bundle(EXAMPLES / example / "plugin.mjs", tmp_path / f"{example}.mjs")
-    https_server.serve(f"/{example}.mjs", bundle)
+    bundle = build_bundle(EXAMPLES / example, tmp_path / "bundle.mjs")
+    https_server.serve("/bundle.mjs", bundle)
     config = HostConfig(data_dir=tmp_path / "data", ca_bundle=tls_ca.ca_file)
 
     async def scenario() -> Any:
         async with Host(config) as host:
             session = host.session("demo", create=True)
-            await session.add_plugin(https_server.url(f"/{example}.mjs"), plugin_id)
+            await session.add_plugin(https_server.url("/bundle.mjs"), plugin_id)
             return await session.call_tool(tool, tool_input)
 
     result = asyncio.run(scenario())
