@@ -7,6 +7,7 @@ contract failure is a `CapabilityError` carrying only a tag and a safe code.
 
 from ._errors import CapabilityError
 from ._fetch import FetchFailed, PlainFetch
+from ._in_memory import InMemoryWorkspaceFiles
 from ._limits import (
     DEFAULT_WEB_FETCH_TIMEOUT_MS,
     MAX_DIRECTORY_ENTRIES,
@@ -32,6 +33,7 @@ __all__ = [
     "MAX_WEB_FETCH_TIMEOUT_MS",
     "CapabilityError",
     "FetchFailed",
+    "InMemoryWorkspaceFiles",
     "NetworkPolicy",
     "PlainFetch",
     "ShellDisabled",

@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from capabilities import (
     CapabilityError,
@@ -49,22 +49,54 @@ class CapabilityPolicy:
     workspace_files: bool = True
 
 
-class CallScope:
-    """Performs one session's guest requests; see the module docstring."""
+class FilesCapability(Protocol):
+    """`workspaceFiles` as the host implements it: `WorkspaceFiles` on disk, or
+    `InMemoryWorkspaceFiles` for tests."""
 
-    def __init__(self, workspace: Path, policy: CapabilityPolicy) -> None:
-        self._files = WorkspaceFiles(workspace) if policy.workspace_files else None
-        self._shell = WorkspaceShell(workspace, policy.shell)
-        self._web = WebFetch(policy.network)
-        self._fetch = PlainFetch(policy.network)
+    async def resolve_path(self, request: Mapping[str, Any]) -> dict[str, Any]: ...
+    async def read_text(self, request: Mapping[str, Any]) -> dict[str, Any]: ...
+    async def write_text(self, request: Mapping[str, Any]) -> dict[str, Any]: ...
+    async def remove_file(self, request: Mapping[str, Any]) -> dict[str, Any]: ...
+    async def read_directory(self, request: Mapping[str, Any]) -> dict[str, Any]: ...
+
+
+class CallScope:
+    """Performs one session's guest requests; see the module docstring.
+
+    Each capability is optional: one that is None answers as a host without
+    it (a `PluginError` in the guest).
+    """
+
+    def __init__(
+        self,
+        *,
+        files: FilesCapability | None = None,
+        shell: WorkspaceShell | None = None,
+        web: WebFetch | None = None,
+        fetch: PlainFetch | None = None,
+    ) -> None:
+        self._files = files
+        self._shell = shell
+        self._web = web
+        self._fetch = fetch
         self._handlers: Mapping[str, Callable[[Any, Deliver], Awaitable[Any]]] = {
             "timer": self._timer,
             "askQuestion": self._dismiss,
             "reportActivity": self._drop,
-            "webFetch.fetchText": lambda request, _: self._web.fetch_text(request),
+            "webFetch.fetchText": self._fetch_text,
             "workspaceShell.execute": self._execute,
             "fetch": self._plain_fetch,
         }
+
+    @classmethod
+    def for_workspace(cls, workspace: Path, policy: CapabilityPolicy) -> CallScope:
+        """The real capabilities over a session's workspace directory."""
+        return cls(
+            files=WorkspaceFiles(workspace) if policy.workspace_files else None,
+            shell=WorkspaceShell(workspace, policy.shell),
+            web=WebFetch(policy.network),
+            fetch=PlainFetch(policy.network),
+        )
 
     async def perform(self, request: HostRequest, deliver: Deliver) -> Any:
         handler = self._handlers.get(request.kind)
@@ -100,13 +132,22 @@ class CallScope:
     async def _drop(request: Any, _: Deliver) -> None:
         return None
 
+    async def _fetch_text(self, request: Any, _: Deliver) -> Any:
+        if self._web is None:
+            raise no_capability("webFetch.fetchText")
+        return await self._web.fetch_text(request)
+
     async def _execute(self, request: Any, deliver: Deliver) -> Any:
+        if self._shell is None:
+            raise no_capability("workspaceShell.execute")
         try:
             return await self._shell.execute(request, on_output=deliver)
         except ShellDisabled as exc:
             raise no_capability("workspaceShell.execute") from exc
 
     async def _plain_fetch(self, request: Any, _: Deliver) -> Any:
+        if self._fetch is None:
+            raise no_capability("fetch")
         try:
             return await self._fetch.fetch(request)
         except FetchFailed as exc:

@@ -96,7 +96,7 @@ def _runner(config: HostConfig) -> PluginRunner:
 
 def _scope(workspace: Path) -> CallScope:
     """Capabilities for verification: an empty workspace, no shell."""
-    return CallScope(workspace, CapabilityPolicy(shell=ShellPolicy(enabled=False)))
+    return CallScope.for_workspace(workspace, CapabilityPolicy(shell=ShellPolicy(enabled=False)))
 
 
 async def _verify(

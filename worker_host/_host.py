@@ -237,7 +237,7 @@ class Session:
         """The session's workspace directory on the host (`/workspace` to plugins)."""
 
     def _scope(self) -> CallScope:
-        return CallScope(self.workspace, self._host.config.capabilities)
+        return CallScope.for_workspace(self.workspace, self._host.config.capabilities)
 
     def revision(self) -> Revision:
         """The active revision (version 0 has no pins)."""
