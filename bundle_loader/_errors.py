@@ -14,6 +14,10 @@ ErrorCode = Literal[
     "invalid_sha256",
     "not_stored",
     "store_failed",
+    "invalid_key",
+    "signature_invalid",
+    "untrusted_key",
+    "signature_missing",
 ]
 
 ERROR_CODES: Final[frozenset[str]] = frozenset(get_args(ErrorCode))
@@ -24,11 +28,13 @@ class BundleLoaderError(Exception):
 
     ``code`` is one of a fixed set of stable, machine-readable codes:
     ``invalid_url``, ``request_failed``, ``timed_out``, ``http_status``,
-    ``too_large``, ``integrity_mismatch``, ``invalid_sha256``, ``not_stored``
-    and ``store_failed``. ``message`` is one line that is safe to show to a
-    user or a model: it never carries a host path, OS error text, a response
-    body or URL credentials. ``str(err)`` is the message. The foreign error
-    that caused it, if any, is kept as ``__cause__`` for logs.
+    ``too_large``, ``integrity_mismatch``, ``invalid_sha256``, ``not_stored``,
+    ``store_failed``, and for signatures ``invalid_key``, ``signature_invalid``,
+    ``untrusted_key`` and ``signature_missing``. ``message`` is one line that
+    is safe to show to a user or a model: it never carries a host path, OS
+    error text, a response body, key material or URL credentials. ``str(err)``
+    is the message. The foreign error that caused it, if any, is kept as
+    ``__cause__`` for logs.
     """
 
     code: ErrorCode

@@ -67,9 +67,7 @@ async def fetch_bundle(
     """
     check_bundle_url(url, allow_http_loopback=allow_http_loopback)
     expected = None if expected_sha256 is None else normalize_sha256(expected_sha256)
-    context = tls_context(ca_bundle)
-    with _translated_errors(limits):
-        final_url, data = await _download(url, limits, allow_http_loopback, context)
+    final_url, data = await fetch_checked_url(url, limits, allow_http_loopback, ca_bundle)
     digest = sha256_hex(data)
     if expected is not None and digest != expected:
         raise BundleLoaderError(
@@ -78,8 +76,34 @@ async def fetch_bundle(
     return FetchedBundle(url=url, final_url=final_url, data=data, sha256=digest)
 
 
+async def fetch_checked_url(
+    url: str,
+    limits: FetchLimits,
+    allow_http_loopback: bool,
+    ca_bundle: str | os.PathLike[str] | None,
+    *,
+    noun: str = "bundle",
+    not_found: BundleLoaderError | None = None,
+) -> tuple[str, bytes]:
+    """The shared fetch behind ``fetch_bundle``: return the final URL and the body.
+
+    The caller has already passed ``url`` through ``check_bundle_url``. TLS,
+    redirects, limits and error translation are as ``fetch_bundle`` documents;
+    ``noun`` names the file in a ``too_large`` message, and ``not_found``, if
+    given, is raised instead of ``http_status`` when the final status is 404.
+    """
+    context = tls_context(ca_bundle)
+    with _translated_errors(limits):
+        return await _download(url, limits, allow_http_loopback, context, noun, not_found)
+
+
 async def _download(
-    url: str, limits: FetchLimits, allow_http_loopback: bool, context: ssl.SSLContext
+    url: str,
+    limits: FetchLimits,
+    allow_http_loopback: bool,
+    context: ssl.SSLContext,
+    noun: str,
+    not_found: BundleLoaderError | None,
 ) -> tuple[str, bytes]:
     async with httpx.AsyncClient(
         verify=context,
@@ -98,12 +122,14 @@ async def _download(
                             break
                         current = _redirect_target(response, allow_http_loopback)
                         continue
+                    if response.status_code == 404 and not_found is not None:
+                        raise not_found
                     if not response.is_success:
                         raise BundleLoaderError(
                             "http_status",
                             f"the server answered with HTTP status {response.status_code}",
                         )
-                    return current, await _read_capped(response, limits.max_bytes)
+                    return current, await _read_capped(response, limits.max_bytes, noun)
                 finally:
                     await response.aclose()
     raise BundleLoaderError(
@@ -122,21 +148,21 @@ def _redirect_target(response: httpx.Response, allow_http_loopback: bool) -> str
         raise BundleLoaderError("invalid_url", f"redirect refused: {err.message}") from err
 
 
-async def _read_capped(response: httpx.Response, max_bytes: int) -> bytes:
+async def _read_capped(response: httpx.Response, max_bytes: int, noun: str) -> bytes:
     declared = response.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > max_bytes:
-        raise _too_large(max_bytes)
+        raise _too_large(max_bytes, noun)
     body = bytearray()
     async for chunk in response.aiter_bytes():
         body += chunk
         if len(body) > max_bytes:
-            raise _too_large(max_bytes)
+            raise _too_large(max_bytes, noun)
     return bytes(body)
 
 
-def _too_large(max_bytes: int) -> BundleLoaderError:
+def _too_large(max_bytes: int, noun: str) -> BundleLoaderError:
     return BundleLoaderError(
-        "too_large", f"the bundle is larger than the limit of {max_bytes} bytes"
+        "too_large", f"the {noun} is larger than the limit of {max_bytes} bytes"
     )
 
 

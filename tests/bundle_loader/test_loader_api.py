@@ -19,10 +19,20 @@ def test_all_is_sorted_and_complete() -> None:
         "BundleStore",
         "FetchLimits",
         "FetchedBundle",
+        "KeyPair",
+        "TrustPolicy",
         "check_bundle_url",
         "fetch_bundle",
+        "fetch_signature",
+        "generate_key_pair",
+        "key_id",
+        "load_private_key",
+        "load_public_key",
         "normalize_sha256",
         "sha256_hex",
+        "sign_digest",
+        "signed_message",
+        "verify_signature",
     }
     for name in bundle_loader.__all__:
         assert getattr(bundle_loader, name).__module__.startswith("bundle_loader")
