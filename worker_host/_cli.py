@@ -15,12 +15,14 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
 
 from ._cli_bundle import add_bundle_commands, run_bundle_command
+from ._config import CONFIG_VARIABLE, load_config, read_trusted_keys
 from ._errors import WorkerHostError
-from ._host import Host, HostConfig, PluginInfo, default_data_dir
+from ._host import Host, HostConfig, PluginInfo
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -50,6 +52,15 @@ def _parser() -> argparse.ArgumentParser:
         "--allow-http-loopback", action="store_true", default=argparse.SUPPRESS,
         help="accept plain http bundle URLs on loopback hosts (development only)",
     )
+    common.add_argument(
+        "--config", type=Path, default=argparse.SUPPRESS, metavar="FILE",
+        help="the operator's JSON config file (default: $WORKER_HOST_CONFIG)",
+    )
+    common.add_argument(
+        "--trust-key", type=Path, action="append", default=argparse.SUPPRESS, metavar="PUB",
+        help="trust bundles signed by this Ed25519 public key (repeatable); "
+             "unsigned bundles are then refused",
+    )
     common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
                         help="log plugin and host activity to stderr")
 
@@ -65,6 +76,8 @@ def _parser() -> argparse.ArgumentParser:
     add.add_argument("--plugin-id", required=True)
     add.add_argument("--sha256", metavar="HEX", help="refuse the bundle unless it has this digest")
     add.add_argument("--options", metavar="JSON", help="plugin options, a JSON object")
+    add.add_argument("--signature", type=Path, metavar="FILE",
+                     help="the bundle's detached signature (default: fetch URL.sig)")
     listing = plugin_commands.add_parser("list", parents=[common], help="show the pins")
     listing.add_argument("--session", required=True)
     listing.add_argument("--json", action="store_true")
@@ -101,15 +114,37 @@ def _json_argument(text: str, flag: str) -> Any:
 
 
 def _describe_plugin(plugin: PluginInfo) -> str:
-    return f"{plugin.plugin_id}  sha256:{plugin.sha256}  {plugin.shape}  {plugin.url}"
+    signed = f"  signed by {plugin.signer}" if plugin.signer else ""
+    return f"{plugin.plugin_id}  sha256:{plugin.sha256}  {plugin.shape}  {plugin.url}{signed}"
+
+
+def _config(args: argparse.Namespace) -> HostConfig:
+    """The config file (if any), then the command line's overrides."""
+    path = getattr(args, "config", None) or os.environ.get(CONFIG_VARIABLE)
+    config = load_config(path) if path else HostConfig()
+    overrides: dict[str, Any] = {}
+    if getattr(args, "data_dir", None):
+        overrides["data_dir"] = args.data_dir
+    if getattr(args, "ca_bundle", None):
+        overrides["ca_bundle"] = args.ca_bundle
+    if getattr(args, "allow_http_loopback", False):
+        overrides["allow_http_loopback"] = True
+    if getattr(args, "trust_key", None):
+        overrides["trust"] = read_trusted_keys(args.trust_key)
+    return replace(config, **overrides)
+
+
+def _read_signature(path: Path | None) -> bytes | None:
+    if path is None:
+        return None
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise WorkerHostError("signature_unreadable", f"Cannot read {path}.") from exc
 
 
 async def _run(args: argparse.Namespace) -> int:
-    config = HostConfig(
-        data_dir=getattr(args, "data_dir", None) or default_data_dir(),
-        ca_bundle=getattr(args, "ca_bundle", None),
-        allow_http_loopback=getattr(args, "allow_http_loopback", False),
-    )
+    config = _config(args)
     if args.group == "bundle":
         return await run_bundle_command(args, config, _json_argument)
     async with Host(config) as host:
@@ -117,7 +152,8 @@ async def _run(args: argparse.Namespace) -> int:
             options = None if args.options is None else _json_argument(args.options, "--options")
             session = host.session(args.session, create=True)
             plugin = await session.add_plugin(
-                args.bundle, args.plugin_id, sha256=args.sha256, options=options
+                args.bundle, args.plugin_id, sha256=args.sha256, options=options,
+                signature=_read_signature(args.signature),
             )
             print(f"added {_describe_plugin(plugin)}")
         elif args.group == "plugins" and args.command == "list":

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import re
 import tempfile
 from collections.abc import Callable, Iterator
@@ -20,6 +21,7 @@ from typing import Any
 
 from rich.console import Console
 
+from bundle_loader import BundleLoaderError, generate_key_pair, sign_digest
 from capabilities import ShellPolicy
 from sdk import DEFAULT_ALIASES, PackagingError, build_bundle
 
@@ -62,6 +64,18 @@ def add_bundle_commands(
     verify.add_argument("--sha256", metavar="HEX",
                         help="refuse the bundle unless it has this digest")
     verify.add_argument("--json", action="store_true", help="print the report as JSON")
+    keygen = commands.add_parser("keygen", parents=[common],
+                                 help="make an Ed25519 key pair for signing bundles")
+    keygen.add_argument("-o", "--out-dir", type=Path, default=Path("."), metavar="DIR")
+    keygen.add_argument("--name", default="worker-host-signing",
+                        help="file name stem: NAME.key (private) and NAME.pub")
+    sign = commands.add_parser("sign", parents=[common],
+                               help="write a detached signature over a bundle's digest")
+    sign.add_argument("bundle", metavar="BUNDLE")
+    sign.add_argument("--key", type=Path, required=True, metavar="KEY",
+                      help="the private key file from bundle keygen")
+    sign.add_argument("-o", "--output", type=Path, metavar="SIG",
+                      help="where to write the signature (default: BUNDLE.sig)")
 
 
 def _aliases(pairs: list[str]) -> dict[str, str]:
@@ -170,10 +184,59 @@ def _report_lines(report: VerifyReport, runs: int) -> list[str]:
     return lines
 
 
+def _read(path: Path, code: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise WorkerHostError(code, f"Cannot read {path}.") from exc
+
+
+def _keygen(out_dir: Path, name: str) -> int:
+    private, public = out_dir / f"{name}.key", out_dir / f"{name}.pub"
+    for path in (private, public):
+        if path.exists():
+            raise WorkerHostError("key_exists", f"{path} exists; choose another --name.")
+    pair = generate_key_pair()
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(private, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(pair.private_pem)
+        public.write_bytes(pair.public_pem)
+    except OSError as exc:
+        raise WorkerHostError("write_failed", f"Could not write to {out_dir}.") from exc
+    print(f"private key {private}  (keep it secret)")
+    print(f"public key  {public}")
+    print(f"key id      {pair.key_id}")
+    return 0
+
+
+def _sign(bundle_path: Path, key_path: Path, output: Path | None) -> int:
+    bundle = _read(bundle_path, "bundle_unreadable")
+    digest = hashlib.sha256(bundle).hexdigest()
+    try:
+        signature = sign_digest(_read(key_path, "key_unreadable"), digest)
+    except BundleLoaderError as exc:
+        raise WorkerHostError(exc.code, exc.message) from exc
+    target = output or bundle_path.with_name(bundle_path.name + ".sig")
+    try:
+        target.write_bytes(signature)
+    except OSError as exc:
+        raise WorkerHostError("write_failed", f"Could not write {target}.") from exc
+    print(f"signed   {bundle_path}  sha256 {digest}")
+    print(f"by       {json.loads(signature)['keyId']}")
+    print(f"wrote    {target}  (publish it beside the bundle, at the bundle's URL + .sig)")
+    return 0
+
+
 async def run_bundle_command(
     args: argparse.Namespace, config: HostConfig, json_argument: JsonArgument
 ) -> int:
-    """Runs `bundle build` or `bundle verify`; returns the exit code."""
+    """Runs a `bundle` command; returns the exit code."""
+    if args.command == "keygen":
+        return _keygen(args.out_dir, args.name)
+    if args.command == "sign":
+        return _sign(Path(args.bundle), args.key, args.output)
     progress = _Progress()
     options_sets = _options_sets(args.options, json_argument)
     if args.command == "build":
@@ -212,10 +275,7 @@ async def run_bundle_command(
     if _URL.match(source):
         bundle, _ = await fetch(config, source, args.sha256)
     else:
-        try:
-            bundle = Path(source).read_bytes()
-        except OSError as exc:
-            raise WorkerHostError("bundle_unreadable", f"Cannot read {source}.") from exc
+        bundle = _read(Path(source), "bundle_unreadable")
         if args.sha256 and hashlib.sha256(bundle).hexdigest() != args.sha256.lower():
             raise WorkerHostError("integrity_mismatch", "The bundle's SHA-256 is not --sha256.")
     report = await _verify(config, bundle, options_sets, args.runs)

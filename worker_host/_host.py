@@ -21,9 +21,12 @@ from bundle_loader import (
     BundleLoaderError,
     BundleStore,
     FetchLimits,
+    TrustPolicy,
     check_bundle_url,
     fetch_bundle,
+    fetch_signature,
     normalize_sha256,
+    verify_signature,
 )
 
 from ._activation import Activation, PluginCode, PluginRunner
@@ -57,6 +60,10 @@ class HostConfig:
       defaults (`SSL_CERT_FILE` is honoured when this is unset).
     - `allow_http_loopback`: accept plain `http` bundle URLs on loopback hosts,
       for development only.
+    - `trust`: trusted signing keys. When set, a bundle is pinned only with a
+      valid detached signature (`URL.sig`, or one given) by one of them, and
+      the signature is re-checked against the pinned digest every time the
+      bundle is activated or called.
     - `capabilities`: what plugins may reach (network policy, shell, files);
       see `CapabilityPolicy`. Each session's workspace is
       `data_dir/workspaces/<session id>`, seen by plugins as `/workspace`.
@@ -68,6 +75,7 @@ class HostConfig:
     fetch_limits: FetchLimits = field(default_factory=FetchLimits)
     isolate_limits: IsolateLimits = field(default_factory=IsolateLimits)
     capabilities: CapabilityPolicy = field(default_factory=CapabilityPolicy)
+    trust: TrustPolicy | None = None
 
 
 @dataclass(frozen=True)
@@ -80,6 +88,7 @@ class PluginInfo:
     options: dict[str, Any]
     fingerprint: str
     shape: str
+    signer: str | None = None
 
 
 @dataclass(frozen=True)
@@ -219,11 +228,50 @@ class Host:
             raise WorkerHostError(exc.code, exc.message) from exc
         return data, digest
 
-    def _bundle(self, sha256: str) -> bytes:
+    async def _signature(
+        self, url: str, sha256: str, given: bytes | None
+    ) -> tuple[str | None, str | None]:
+        """The signature file and signer for a fetched bundle, under the trust policy.
+
+        Without a policy there is nothing to check (and `given` is refused:
+        `no_trust_policy`). Raises `signature_missing`, `signature_invalid`,
+        `untrusted_key`, and the fetch codes of `URL.sig`.
+        """
+        trust = self.config.trust
+        if trust is None:
+            if given is not None:
+                raise WorkerHostError(
+                    "no_trust_policy",
+                    "A signature was given but this host trusts no signing keys.",
+                )
+            return None, None
         try:
-            return self._bundles.get(sha256)
+            signature = given if given is not None else await fetch_signature(
+                url,
+                limits=self.config.fetch_limits,
+                allow_http_loopback=self.config.allow_http_loopback,
+                ca_bundle=self.config.ca_bundle,
+            )
+            signer = verify_signature(signature, sha256, trust)
         except BundleLoaderError as exc:
             raise WorkerHostError(exc.code, exc.message) from exc
+        return signature.decode(), signer
+
+    def _pinned_bundle(self, pin: Pin) -> bytes:
+        """A pin's bundle from the store (re-hashed), its signature re-checked."""
+        try:
+            data = self._bundles.get(pin.sha256)
+            if self.config.trust is not None:
+                if pin.signature is None:
+                    raise WorkerHostError(
+                        "signature_missing",
+                        f"Plugin {pin.plugin_id} was pinned without a signature, and this host "
+                        "requires one; refresh it.",
+                    )
+                verify_signature(pin.signature.encode(), pin.sha256, self.config.trust)
+        except BundleLoaderError as exc:
+            raise WorkerHostError(exc.code, exc.message) from exc
+        return data
 
 
 class Session:
@@ -263,13 +311,18 @@ class Session:
         *,
         sha256: str | None = None,
         options: dict[str, Any] | None = None,
+        signature: bytes | None = None,
     ) -> PluginInfo:
         """Fetches, pins and activates a bundle in a new revision.
 
-        Raises `WorkerHostError`: `invalid_plugin_id`, `plugin_exists`,
-        `invalid_sha256`, `invalid_options`, the fetch codes (`invalid_url`,
-        `request_failed`, `timed_out`, `http_status`, `too_large`,
-        `integrity_mismatch`), and every activation code (`bundle_invalid`,
+        With a trust policy, the bundle must carry a valid signature by a
+        trusted key (`signature`, else fetched from `URL.sig`) before anything
+        is activated. Raises `WorkerHostError`: `invalid_plugin_id`,
+        `plugin_exists`, `invalid_sha256`, `invalid_options`, the fetch codes
+        (`invalid_url`, `request_failed`, `timed_out`, `http_status`,
+        `too_large`, `integrity_mismatch`), the signature codes
+        (`signature_missing`, `signature_invalid`, `untrusted_key`,
+        `no_trust_policy`), and every activation code (`bundle_invalid`,
         `setup_failed`, `invalid_contribution`, `plugin_id_mismatch`, isolate
         faults). On any failure the active revision is unchanged.
         """
@@ -288,7 +341,8 @@ class Session:
                 f"Plugin {plugin_id} is already added to session {self.id}; refresh it instead.",
             )
         _, digest = await self._host._fetch(url, expected)
-        placeholder = Pin(plugin_id, url, digest, options, "", "")
+        signature_text, signer = await self._host._signature(url, digest, signature)
+        placeholder = Pin(plugin_id, url, digest, options, "", "", signature_text, signer)
         revision = await self._commit(current, [*current.pins, placeholder])
         return _plugin_info(_require_pin(revision, plugin_id))
 
@@ -303,9 +357,10 @@ class Session:
         if pin is None:
             raise _plugin_not_found(plugin_id, self.id)
         _, digest = await self._host._fetch(pin.url, None)
-        if digest == pin.sha256:
+        if digest == pin.sha256 and (self._host.config.trust is None or pin.signature):
             return RefreshResult(False, pin.sha256, _plugin_info(pin))
-        replaced = Pin(plugin_id, pin.url, digest, pin.options, "", "")
+        signature_text, signer = await self._host._signature(pin.url, digest, None)
+        replaced = Pin(plugin_id, pin.url, digest, pin.options, "", "", signature_text, signer)
         pins = [replaced if each.plugin_id == plugin_id else each for each in current.pins]
         revision = await self._commit(current, pins)
         return RefreshResult(True, pin.sha256, _plugin_info(_require_pin(revision, plugin_id)))
@@ -326,12 +381,12 @@ class Session:
         activation = Activation("session", revision_id, current.version + 1, self.id)
         activated = []
         for pin in pins:
-            bundle = self._host._bundle(pin.sha256)
+            bundle = self._host._pinned_bundle(pin)
             code = PluginCode(pin.plugin_id, bundle, activation, pin.options)
             manifest = await self._host._runner.activate(code, self._scope())
             activated.append(
                 Pin(pin.plugin_id, pin.url, pin.sha256, pin.options, manifest.fingerprint,
-                    manifest.canonical)
+                    manifest.canonical, pin.signature, pin.signer)
             )
         return self._host._store.commit_revision(self.id, current.version, revision_id, activated)
 
@@ -349,7 +404,7 @@ class Session:
             if tool is None:
                 continue
             activation = Activation("session", revision.revision_id, revision.version, self.id)
-            bundle = self._host._bundle(pin.sha256)
+            bundle = self._host._pinned_bundle(pin)
             code = PluginCode(pin.plugin_id, bundle, activation, pin.options)
             context = CallContext(
                 session_id=self.id,
@@ -368,7 +423,7 @@ def _manifest(pin: Pin) -> Manifest:
 
 def _plugin_info(pin: Pin) -> PluginInfo:
     return PluginInfo(pin.plugin_id, pin.url, pin.sha256, pin.options, pin.fingerprint,
-                      _manifest(pin).shape)
+                      _manifest(pin).shape, pin.signer)
 
 
 def _require_pin(revision: Revision, plugin_id: str) -> Pin:

@@ -42,16 +42,23 @@ CREATE TABLE IF NOT EXISTS pins (
     options TEXT NOT NULL,
     fingerprint TEXT NOT NULL,
     manifest TEXT NOT NULL,
+    signature TEXT,
+    signer TEXT,
     PRIMARY KEY (session_id, version, position),
     FOREIGN KEY (session_id, version) REFERENCES revisions(session_id, version)
 );
 """
 
+# Columns added after the first release, with their declarations, so a database
+# made by an older version is brought up to date when it is opened.
+_ADDED_COLUMNS = {"pins": (("signature", "TEXT"), ("signer", "TEXT"))}
+
 
 @dataclass(frozen=True)
 class Pin:
     """One plugin of a revision: where it came from, its digest and options,
-    and the fingerprint and canonical manifest its activation produced."""
+    the fingerprint and canonical manifest its activation produced, and, when a
+    trust policy was in force, its detached signature and the signer's key id."""
 
     plugin_id: str
     url: str
@@ -59,6 +66,8 @@ class Pin:
     options: dict[str, Any]
     fingerprint: str
     manifest: str
+    signature: str | None = None
+    signer: str | None = None
 
 
 @dataclass(frozen=True)
@@ -89,12 +98,20 @@ class SqliteStore:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA busy_timeout=5000")
             self._db.executescript(_SCHEMA)
+            self._migrate()
         except (sqlite3.Error, OSError) as exc:
             raise WorkerHostError(
                 "store_failed", "The state database could not be opened."
             ) from exc
         self._lock = threading.Lock()
         self._closed = False
+
+    def _migrate(self) -> None:
+        for table, columns in _ADDED_COLUMNS.items():
+            present = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
+            for name, declaration in columns:
+                if name not in present:
+                    self._db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {declaration}")
 
     def close(self) -> None:
         """Closes the database. Safe to call twice."""
@@ -157,13 +174,14 @@ class SqliteStore:
             (session_id, version),
         ).fetchone()
         rows = db.execute(
-            "SELECT plugin_id, url, sha256, options, fingerprint, manifest FROM pins "
-            "WHERE session_id = ? AND version = ? ORDER BY position",
+            "SELECT plugin_id, url, sha256, options, fingerprint, manifest, signature, signer "
+            "FROM pins WHERE session_id = ? AND version = ? ORDER BY position",
             (session_id, version),
         ).fetchall()
         pins = tuple(
-            Pin(plugin_id, url, sha256, json.loads(options), fingerprint, manifest)
-            for plugin_id, url, sha256, options, fingerprint, manifest in rows
+            Pin(plugin_id, url, sha256, json.loads(options), fingerprint, manifest, signature,
+                signer)
+            for plugin_id, url, sha256, options, fingerprint, manifest, signature, signer in rows
         )
         return Revision(session_id, version, str(revision_id), pins)
 
@@ -193,10 +211,12 @@ class SqliteStore:
             )
             db.executemany(
                 "INSERT INTO pins (session_id, version, position, plugin_id, url, sha256, "
-                "options, fingerprint, manifest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "options, fingerprint, manifest, signature, signer) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (session_id, version, position, pin.plugin_id, pin.url, pin.sha256,
-                     json.dumps(pin.options, sort_keys=True), pin.fingerprint, pin.manifest)
+                     json.dumps(pin.options, sort_keys=True), pin.fingerprint, pin.manifest,
+                     pin.signature, pin.signer)
                     for position, pin in enumerate(pins)
                 ],
             )
