@@ -147,8 +147,8 @@ def _manifest_document(report: VerifyReport) -> dict[str, Any]:
         "registers": {
             "tools": [tool.id for tool in manifest.tools],
             "hooks": list(manifest.hooks),
-            "skills": [skill.get("id") for skill in manifest.skills],
-            "agents": [agent.get("id") for agent in manifest.agents],
+            "skills": [skill.id for skill in manifest.skills],
+            "agents": [agent.id for agent in manifest.agents],
             "defaultAgent": manifest.default_agent,
         },
         "fingerprints": [
@@ -171,8 +171,8 @@ def _report_lines(report: VerifyReport, runs: int) -> list[str]:
         f"plugin   {manifest.plugin_id}  ({manifest.shape})",
         f"tools    {listed or '-'}",
         f"hooks    {', '.join(manifest.hooks) or '-'}",
-        f"skills   {', '.join(str(s.get('id')) for s in manifest.skills) or '-'}",
-        f"agents   {', '.join(str(a.get('id')) for a in manifest.agents) or '-'}",
+        f"skills   {', '.join(skill.id for skill in manifest.skills) or '-'}",
+        f"agents   {', '.join(agent.id for agent in manifest.agents) or '-'}",
     ]
     for result in report.results:
         options = json.dumps(result.options, sort_keys=True)

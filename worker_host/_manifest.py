@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from ._declarations import Agent, Skill, validate_agents, validate_skills
 from ._errors import WorkerHostError
 from ._schema import schema_problem
 
@@ -39,8 +40,8 @@ class Manifest:
     plugin_id: str
     tools: tuple[ToolDescriptor, ...]
     hooks: tuple[str, ...]
-    skills: tuple[dict[str, Any], ...]
-    agents: tuple[dict[str, Any], ...]
+    skills: tuple[Skill, ...]
+    agents: tuple[Agent, ...]
     default_agent: str | None
     has_cleanup: bool
     canonical: str
@@ -70,8 +71,9 @@ def build_manifest(raw: Any) -> Manifest:
     Raises `WorkerHostError` `invalid_contribution` naming the first problem:
     a bad plugin id, a tool id that is empty, reserved (`skill`, `task`) or
     repeated, an empty description, an unacceptable `inputSchema` (see
-    `schema_problem`), a flag other than `true`, an unknown hook name, or more
-    than one default agent.
+    `schema_problem`), a flag other than `true`, an unknown hook name, more
+    than one default agent, or a Skill or Agent declaration the contract
+    rejects (see `_declarations`).
     """
     if not isinstance(raw, dict):
         raise _invalid("setup produced no registrations")
@@ -99,12 +101,12 @@ def build_manifest(raw: Any) -> Manifest:
         plugin_id=plugin_id,
         tools=tools,
         hooks=hooks,
-        skills=tuple(_list(raw, "skills")),
-        agents=tuple(_list(raw, "agents")),
+        skills=validate_skills(_list(raw, "skills")),
+        agents=validate_agents(_list(raw, "agents")),
         default_agent=defaults[0] if defaults else None,
         has_cleanup=raw.get("cleanup") is True,
         canonical=canonical,
-        fingerprint=hashlib.sha256(canonical.encode()).hexdigest(),
+        fingerprint=hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest(),
     )
 
 
@@ -115,7 +117,7 @@ def manifest_fingerprint(raw: Any) -> str | None:
     equals a validated activation's are used. None when `raw` is malformed.
     """
     try:
-        return hashlib.sha256(_canonical(raw).encode()).hexdigest()
+        return hashlib.sha256(_canonical(raw).encode("utf-8", "surrogatepass")).hexdigest()
     except (AttributeError, KeyError, TypeError, ValueError, IndexError):
         return None
 

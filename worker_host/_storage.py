@@ -47,7 +47,42 @@ CREATE TABLE IF NOT EXISTS pins (
     PRIMARY KEY (session_id, version, position),
     FOREIGN KEY (session_id, version) REFERENCES revisions(session_id, version)
 );
+CREATE TABLE IF NOT EXISTS rules (
+    session_id TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    action TEXT NOT NULL,
+    resource TEXT NOT NULL,
+    effect TEXT NOT NULL,
+    PRIMARY KEY (session_id, position)
+);
+CREATE TABLE IF NOT EXISTS saved_permissions (
+    session_id TEXT NOT NULL,
+    action TEXT NOT NULL,
+    pattern TEXT NOT NULL,
+    PRIMARY KEY (session_id, action, pattern)
+);
+CREATE TABLE IF NOT EXISTS turns (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    model TEXT NOT NULL,
+    outcome TEXT
+);
+CREATE TABLE IF NOT EXISTS turn_events (
+    turn_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    event TEXT NOT NULL,
+    PRIMARY KEY (turn_id, seq)
+);
+CREATE TABLE IF NOT EXISTS host_state (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    config_sha256 TEXT NOT NULL,
+    failures TEXT NOT NULL
+);
 """
+
+# The host scope's revisions live beside the sessions' under this id, which no
+# session can have (session ids start with a letter or digit).
+HOST_SCOPE = "@host"
 
 # Columns added after the first release, with their declarations, so a database
 # made by an older version is brought up to date when it is opened.
@@ -81,6 +116,16 @@ class Revision:
 
     def pin(self, plugin_id: str) -> Pin | None:
         return next((pin for pin in self.pins if pin.plugin_id == plugin_id), None)
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    """A stored Turn: its session, model identity and outcome (None while open)."""
+
+    id: str
+    session_id: str
+    model: dict[str, Any]
+    outcome: dict[str, Any] | None
 
 
 class SqliteStore:
@@ -222,6 +267,90 @@ class SqliteStore:
             )
             db.execute("UPDATE sessions SET revision = ? WHERE id = ?", (version, session_id))
         return Revision(session_id, version, revision_id, tuple(pins))
+
+    def add_rule(self, session_id: str, action: str, resource: str, effect: str) -> None:
+        """Appends one permission rule to a session's rules."""
+        with self._transaction() as db:
+            (count,) = db.execute("SELECT COUNT(*) FROM rules WHERE session_id = ?",
+                                  (session_id,)).fetchone()
+            db.execute("INSERT INTO rules VALUES (?, ?, ?, ?, ?)",
+                       (session_id, int(count), action, resource, effect))
+
+
+    def rules(self, session_id: str) -> list[tuple[str, str, str]]:
+        """A session's rules in order: (action, resource, effect)."""
+        with self._transaction() as db:
+            return [(str(a), str(r), str(e)) for a, r, e in db.execute(
+                "SELECT action, resource, effect FROM rules WHERE session_id = ? ORDER BY position",
+                (session_id,))]
+
+
+    def save_permissions(self, session_id: str,
+                         saved: list[tuple[str, str]]) -> None:
+        """Stores `always` patterns (action, pattern) for the session."""
+        with self._transaction() as db:
+            db.executemany("INSERT OR IGNORE INTO saved_permissions VALUES (?, ?, ?)",
+                           [(session_id, action, pattern) for action, pattern in saved])
+
+
+    def saved_permissions(self, session_id: str) -> list[tuple[str, str]]:
+        with self._transaction() as db:
+            return [(str(a), str(p)) for a, p in db.execute(
+                "SELECT action, pattern FROM saved_permissions WHERE session_id = ? "
+                "ORDER BY action, pattern", (session_id,))]
+
+
+    def create_turn(self, turn_id: str, session_id: str,
+                    model: dict[str, Any]) -> None:
+        with self._transaction() as db:
+            db.execute("INSERT INTO turns (id, session_id, model) VALUES (?, ?, ?)",
+                       (turn_id, session_id, json.dumps(model)))
+
+
+    def load_turn(self, session_id: str, turn_id: str) -> TurnRecord:
+        """A session's Turn. Raises `turn_not_found`."""
+        with self._transaction() as db:
+            row = db.execute("SELECT model, outcome FROM turns WHERE id = ? AND session_id = ?",
+                             (turn_id, session_id)).fetchone()
+        if row is None:
+            raise WorkerHostError("turn_not_found",
+                                  f"Session {session_id} has no turn {turn_id!r}.")
+        return TurnRecord(turn_id, session_id, json.loads(row[0]),
+                          None if row[1] is None else json.loads(row[1]))
+
+
+    def append_event(self, turn_id: str, event: dict[str, Any],
+                     outcome: dict[str, Any] | None = None) -> int:
+        """Appends an event (and, for the last one, the outcome); returns its number."""
+        with self._transaction() as db:
+            (last,) = db.execute("SELECT COALESCE(MAX(seq), 0) FROM turn_events WHERE turn_id = ?",
+                                 (turn_id,)).fetchone()
+            db.execute("INSERT INTO turn_events VALUES (?, ?, ?)",
+                       (turn_id, int(last) + 1, json.dumps(event, ensure_ascii=False)))
+            if outcome is not None:
+                db.execute("UPDATE turns SET outcome = ? WHERE id = ?",
+                           (json.dumps(outcome, ensure_ascii=False), turn_id))
+            return int(last) + 1
+
+
+    def turn_events(self, turn_id: str) -> list[dict[str, Any]]:
+        with self._transaction() as db:
+            return [json.loads(row[0]) for row in db.execute(
+                "SELECT event FROM turn_events WHERE turn_id = ? ORDER BY seq", (turn_id,))]
+
+
+    def host_state(self) -> tuple[str, list[dict[str, Any]]] | None:
+        """The config digest the host revision was built from, and its failed plugins."""
+        with self._transaction() as db:
+            row = db.execute("SELECT config_sha256, failures FROM host_state").fetchone()
+        return None if row is None else (str(row[0]), json.loads(row[1]))
+
+
+    def set_host_state(self, config_sha256: str,
+                       failures: list[dict[str, Any]]) -> None:
+        with self._transaction() as db:
+            db.execute("INSERT OR REPLACE INTO host_state VALUES (1, ?, ?)",
+                       (config_sha256, json.dumps(failures)))
 
 
 def session_not_found(session_id: str) -> WorkerHostError:

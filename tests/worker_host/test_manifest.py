@@ -45,6 +45,14 @@ def tool(
     return entry
 
 
+SKILL = {
+    "id": "s", "displayName": "S", "description": "A skill.", "body": "Do it.",
+    "version": "1.0.0", "modelAdvertisement": {"advertised": True, "userInvocable": True},
+    "publicMetadata": {"tags": []},
+}
+AGENT = {"id": "helper", "displayName": "Helper", "description": "Helps.", "mode": "primary"}
+
+
 def raw(
     *tools: dict[str, Any],
     plugin_id: str = "example.x",
@@ -445,11 +453,10 @@ def test_unknown_hook_name_rejected(name: str) -> None:
 
 
 def test_one_default_agent_accepted() -> None:
-    manifest = build_manifest(
-        raw(agents=({"id": "helper", "description": "Helps."},), default_agents=("helper",))
-    )
+    agent = {"id": "helper", "displayName": "Helper", "description": "Helps."}
+    manifest = build_manifest(raw(agents=(agent,), default_agents=("helper",)))
     assert manifest.default_agent == "helper"
-    assert manifest.agents == ({"id": "helper", "description": "Helps."},)
+    assert [declared.id for declared in manifest.agents] == ["helper"]
 
 
 def test_two_default_agents_rejected() -> None:
@@ -483,8 +490,8 @@ FULL = raw(
     ),
     tool("u"),
     hooks=("turn.before", "tool.execute.after"),
-    skills=({"name": "s", "description": "A skill.", "content": "Do it."},),
-    agents=({"id": "helper", "description": "Helps.", "mode": "primary"},),
+    skills=(SKILL,),
+    agents=(AGENT,),
     default_agents=("helper",),
 )
 
@@ -511,7 +518,7 @@ def test_fingerprint_changes_with_a_description() -> None:
         lambda v: v["tools"][0].update(permissions=False),
         lambda v: v["tools"][0].pop("directOnly"),
         lambda v: v.update(hooks=list(reversed(v["hooks"]))),
-        lambda v: v["skills"][0].update(content="Do it twice."),
+        lambda v: v["skills"][0].update(body="Do it twice."),
         lambda v: v["agents"][0].update(mode="all"),
         lambda v: v.update(defaultAgents=[]),
     ],
@@ -543,8 +550,8 @@ def test_canonical_round_trips_through_load_manifest() -> None:
         (raw(tool()), "tools-only"),
         (raw(hooks=("turn.before",)), "hook-only"),
         (raw(tool(), hooks=("turn.before",)), "mixed"),
-        (raw(tool(), agents=({"id": "a", "description": "A."},)), "mixed"),
-        (raw(hooks=("turn.before",), skills=({"name": "s"},)), "mixed"),
+        (raw(tool(), agents=(AGENT,)), "mixed"),
+        (raw(hooks=("turn.before",), skills=(SKILL,)), "mixed"),
     ],
 )
 def test_shape(value: dict[str, Any], shape: str) -> None:
@@ -584,8 +591,8 @@ def test_registrations_reach_the_manifest_from_an_isolate(plugin_runner: PluginR
         "context.tools.register({ id: 'a', description: 'A.', inputSchema: { type: 'object' },\n"
         "  directOnly: true, permissions: async () => [], execute: async () => null });\n"
         "context.hooks.register('turn.before', async () => {});\n"
-        "context.skills.register({ name: 's', description: 'S.', content: 'C.' });\n"
-        "context.agents.register({ id: 'helper', description: 'Helps.' });\n"
+        f"context.skills.register({json.dumps(SKILL)});\n"
+        f"context.agents.register({json.dumps(AGENT)});\n"
         "context.agents.setDefault('helper');\n"
         "return () => {};"
     )
@@ -594,8 +601,8 @@ def test_registrations_reach_the_manifest_from_an_isolate(plugin_runner: PluginR
         raw(
             tool("a", description="A.", permissions=True, directOnly=True),
             hooks=("turn.before",),
-            skills=({"name": "s", "description": "S.", "content": "C."},),
-            agents=({"id": "helper", "description": "Helps."},),
+            skills=(SKILL,),
+            agents=(AGENT,),
             default_agents=("helper",),
             cleanup=True,
         )

@@ -79,12 +79,14 @@
     const tag = failure && failure._tag;
     if (tag === 'QuestionDismissedError') {
       const error = new ErrorCtor('The user dismissed this question.');
+      defineProperty(error, 'name', { value: tag, configurable: true, writable: true });
       defineProperty(error, '_tag', { value: tag, enumerable: true });
       defineProperty(error, 'code', { value: 'question_dismissed', enumerable: true });
       return error;
     }
     if (tag in TAGGED_MESSAGES) {
       const error = new ErrorCtor(TAGGED_MESSAGES[tag] + failure.code);
+      defineProperty(error, 'name', { value: tag, configurable: true, writable: true });
       defineProperty(error, '_tag', { value: tag, enumerable: true });
       defineProperty(error, 'code', { value: failure.code, enumerable: true });
       return error;
@@ -272,8 +274,10 @@
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i];
       const member = input[key];
+      // NaN and Infinity are numbers to a plugin but not JSON: sent as text,
+      // the host refuses them with the contract's code for a bad number.
       if (key !== 'signal' && typeof member !== 'function' && member !== undefined)
-        copy[key] = member;
+        copy[key] = typeof member === 'number' && !numberIsFinite(member) ? String(member) : member;
     }
     return copy;
   }
