@@ -2,7 +2,8 @@
 
 Builds `examples/shout` into a bundle with esbuild, serves it over HTTPS on
 loopback with a throwaway CA, then runs the `worker-host` CLI as separate
-processes: add the bundle to a session by URL, list the tools, call `shout`.
+processes: add the bundle to a session by URL, list the tools, allow `shout`
+with a session rule, call it.
 State goes to a fresh SQLite data directory. Run it from a checkout after
 `.ci/setup.sh` (the README's first command does both).
 """
@@ -49,6 +50,10 @@ def main() -> None:
             run(["plugins", "add", "--session", "demo", "--bundle", url,
                  "--plugin-id", "example.shout"], env)
             run(["tools", "list", "--session", "demo"], env)
+            # With no rule matching, a call asks, and a CLI with no one to ask
+            # denies it: allow shout for this session.
+            run(["rules", "add", "--session", "demo", "--action", "shout", "--resource", "*",
+                 "--effect", "allow"], env)
             output = run(["tools", "call", "--session", "demo", "shout",
                           "--input", '{"text":"hi"}'], env)
     if output.strip() != "HI":

@@ -20,9 +20,17 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from ._cli_bundle import add_bundle_commands, run_bundle_command
+from ._cli_turns import (
+    REPLIES,
+    add_session_commands,
+    client_for,
+    print_inspect,
+    run_session_command,
+)
 from ._config import CONFIG_VARIABLE, load_config, read_trusted_keys
 from ._errors import WorkerHostError
 from ._host import Host, HostConfig, PluginInfo
+from ._revisions import ToolsDelta
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -88,6 +96,11 @@ def _parser() -> argparse.ArgumentParser:
     remove = plugin_commands.add_parser("remove", parents=[common], help="unpin a plugin")
     remove.add_argument("--session", required=True)
     remove.add_argument("plugin_id", metavar="PLUGIN_ID")
+    inspect = plugin_commands.add_parser("inspect", parents=[common],
+                                         help="a plugin's pin, state, contributions and shape")
+    inspect.add_argument("--session", required=True)
+    inspect.add_argument("plugin_id", metavar="PLUGIN_ID")
+    inspect.add_argument("--json", action="store_true")
 
     tools = groups.add_parser("tools", help="list and call the tools of a session")
     tool_commands = tools.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -99,7 +112,14 @@ def _parser() -> argparse.ArgumentParser:
     call.add_argument("--session", required=True)
     call.add_argument("name", metavar="TOOL")
     call.add_argument("--input", default="{}", metavar="JSON", help="the tool input, a JSON object")
+    call.add_argument("--turn", metavar="TURN_ID",
+                      help="call inside this Turn (default: a Turn of its own)")
+    call.add_argument("--approve", choices=REPLIES,
+                      help="answer every permission request with this reply")
+    call.add_argument("--answer", metavar="JSON",
+                      help="answers to the tool's questions, e.g. '[[\"yes\"]]'")
 
+    add_session_commands(groups, common, _Parser)
     add_bundle_commands(groups, common, _Parser)
     return parser
 
@@ -111,6 +131,15 @@ def _json_argument(text: str, flag: str) -> Any:
         raise WorkerHostError(
             "invalid_json", f"{flag} is not valid JSON ({exc.msg} at position {exc.pos})."
         ) from exc
+
+
+def _print_delta(delta: ToolsDelta | None) -> None:
+    if delta is None:
+        return
+    for name, plugin_id in delta.added:
+        print(f"  + tool {name}  [{plugin_id}]")
+    for name, plugin_id in delta.removed:
+        print(f"  - tool {name}  [{plugin_id}]")
 
 
 def _describe_plugin(plugin: PluginInfo) -> str:
@@ -148,6 +177,8 @@ async def _run(args: argparse.Namespace) -> int:
     if args.group == "bundle":
         return await run_bundle_command(args, config, _json_argument)
     async with Host(config) as host:
+        if args.group in ("rules", "turns", "catalog"):
+            return await run_session_command(args, host, _json_argument)
         if args.group == "plugins" and args.command == "add":
             options = None if args.options is None else _json_argument(args.options, "--options")
             session = host.session(args.session, create=True)
@@ -156,6 +187,7 @@ async def _run(args: argparse.Namespace) -> int:
                 signature=_read_signature(args.signature),
             )
             print(f"added {_describe_plugin(plugin)}")
+            _print_delta(plugin.delta)
         elif args.group == "plugins" and args.command == "list":
             plugins = host.session(args.session).plugins()
             if args.json:
@@ -168,11 +200,15 @@ async def _run(args: argparse.Namespace) -> int:
             if result.changed:
                 print(f"refreshed {args.plugin_id}: sha256:{result.previous_sha256} -> "
                       f"sha256:{result.plugin.sha256}")
+                _print_delta(result.delta)
             else:
                 print(f"unchanged {args.plugin_id}: sha256:{result.plugin.sha256}")
         elif args.group == "plugins" and args.command == "remove":
-            await host.session(args.session).remove_plugin(args.plugin_id)
+            delta = await host.session(args.session).remove_plugin(args.plugin_id)
             print(f"removed {args.plugin_id}")
+            _print_delta(delta)
+        elif args.group == "plugins" and args.command == "inspect":
+            print_inspect(host.session(args.session).inspect(args.plugin_id), args.json)
         elif args.group == "tools" and args.command == "list":
             tools = host.session(args.session).tools()
             if args.json:
@@ -183,7 +219,9 @@ async def _run(args: argparse.Namespace) -> int:
                           f"  input: {json.dumps(tool.input_schema, ensure_ascii=False)}")
         elif args.group == "tools" and args.command == "call":
             tool_input = _json_argument(args.input, "--input")
-            outcome = await host.session(args.session).call_tool(args.name, tool_input)
+            outcome = await host.session(args.session).call_tool(
+                args.name, tool_input, turn_id=args.turn, client=client_for(args, _json_argument)
+            )
             if not outcome.ok:
                 _print_error(str(outcome.code), str(outcome.message))
                 return EXIT_FAILED

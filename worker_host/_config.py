@@ -11,7 +11,13 @@
   "workspaceFiles": true,
   "limits": {"cpuTimeMs": 5000, "wallTimeMs": 60000, "memoryBytes": 134217728,
              "jsStackBytes": 524288, "maxOutputBytes": 8388608},
-  "fetch": {"maxBytes": 8388608, "timeoutSeconds": 30}
+  "fetch": {"maxBytes": 8388608, "timeoutSeconds": 30},
+  "plugins": [{"pluginId": "example.notes", "url": "https://example.org/notes.mjs",
+               "sha256": "...", "options": {"folder": "notes"}}],
+  "permissions": [{"action": "*", "resource": "*", "effect": "ask"}],
+  "permissionMatching": {"caseSensitive": true},
+  "approval": {"timeoutMs": 30000},
+  "defaultAgent": "reviewer"
 }
 ```
 
@@ -33,8 +39,9 @@ from capabilities import NetworkPolicy, ShellPolicy
 
 from ._call_scope import CapabilityPolicy
 from ._errors import WorkerHostError
-from ._host import HostConfig
+from ._host import HostConfig, HostPlugin
 from ._limits import IsolateLimits
+from ._permissions import PermissionRule
 
 CONFIG_VARIABLE = "WORKER_HOST_CONFIG"
 
@@ -98,7 +105,8 @@ def load_config(path: str | os.PathLike[str]) -> HostConfig:
         raise _invalid(f"{file.name} is not JSON") from exc
     top = _object(document, "the file", {
         "dataDir", "caBundle", "allowHttpLoopback", "trustedKeys", "network", "shell",
-        "workspaceFiles", "limits", "fetch",
+        "workspaceFiles", "limits", "fetch", "plugins", "permissions", "permissionMatching",
+        "approval", "defaultAgent",
     })
     folder = file.parent
 
@@ -133,6 +141,31 @@ def load_config(path: str | os.PathLike[str]) -> HostConfig:
         ),
         workspace_files=_typed(top.get("workspaceFiles", True), "workspaceFiles", bool),
     )
+    plugins = tuple(_host_plugin(entry) for entry in _typed(top.get("plugins", []), "plugins",
+                                                              list))
+    try:
+        rules = tuple(PermissionRule.from_json(rule)
+                      for rule in _typed(top.get("permissions", []), "permissions", list))
+    except WorkerHostError as exc:
+        raise _invalid(f"permissions: {exc.message.rstrip('.')}") from exc
+    matching = _object(top.get("permissionMatching", {}), "permissionMatching",
+                       {"caseSensitive"})
+    approval = _object(top.get("approval", {}), "approval", {"timeoutMs"})
+    wait = approval.get("timeoutMs")
+    if wait is not None and (isinstance(wait, bool) or not isinstance(wait, int) or wait < 1):
+        raise _invalid("approval.timeoutMs must be a positive integer")
+    default_agent = top.get("defaultAgent")
+    if default_agent is not None:
+        _typed(default_agent, "defaultAgent", str)
+    config = replace(
+        config,
+        host_plugins=plugins,
+        permissions=rules,
+        case_sensitive_permissions=_typed(matching.get("caseSensitive", True),
+                                          "permissionMatching.caseSensitive", bool),
+        approval_wait_ms=wait,
+        default_agent=default_agent,
+    )
     limits = _mapped(top, "limits", _LIMITS)
     fetch = _mapped(top, "fetch", _FETCH)
     try:
@@ -145,6 +178,21 @@ def load_config(path: str | os.PathLike[str]) -> HostConfig:
     except ValueError as exc:
         raise _invalid("a fetch limit is out of range") from exc
     return config
+
+
+def _host_plugin(entry: Any) -> HostPlugin:
+    value = _object(entry, "plugins[]", {"pluginId", "url", "sha256", "options"})
+    for required in ("pluginId", "url"):
+        if required not in value:
+            raise _invalid(f"plugins[] needs {required}")
+    options = _typed(value.get("options", {}), "plugins[].options", dict)
+    sha256 = value.get("sha256")
+    return HostPlugin(
+        plugin_id=_typed(value["pluginId"], "plugins[].pluginId", str),
+        url=_typed(value["url"], "plugins[].url", str),
+        sha256=None if sha256 is None else _typed(sha256, "plugins[].sha256", str),
+        options=options,
+    )
 
 
 def _mapped(top: Mapping[str, Any], name: str, fields: Mapping[str, str]) -> dict[str, Any]:

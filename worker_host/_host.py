@@ -7,13 +7,14 @@ guest cache) and one guest runtime; sessions hold revisions of pinned plugins.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,15 +30,29 @@ from bundle_loader import (
     verify_signature,
 )
 
-from ._activation import Activation, PluginCode, PluginRunner
+from ._activation import Activation, PluginRunner
 from ._call_scope import CallScope, CapabilityPolicy
+from ._declarations import Agent, Skill, fallback_default, load_skill_body
 from ._errors import WorkerHostError
 from ._limits import IsolateLimits
 from ._manifest import Manifest, load_manifest, valid_plugin_id
+from ._permissions import PermissionRule, Ruleset
+from ._revisions import (
+    PluginFailure,
+    ToolsDelta,
+    activate_pins,
+    catalog,
+    check_catalog,
+    retire,
+    tools_delta,
+)
 from ._runtime import shared_runtime
-from ._storage import Pin, Revision, SqliteStore
-from ._tools import CallContext, ToolResult, call_tool
+from ._storage import HOST_SCOPE, Pin, Revision, SqliteStore
+from ._tools import ToolResult
+from ._turns import Catalog, Client, ToolCall, Turn, TurnSettings
 
+# The model identity of Turns begun without one (a plain `tools call`).
+DEFAULT_MODEL = {"providerId": "worker-host", "modelId": "direct"}
 SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 DATA_DIR_VARIABLE = "WORKER_HOST_DATA_DIR"
 
@@ -49,6 +64,16 @@ def default_data_dir() -> Path:
         return Path(configured)
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "worker-host"
+
+
+@dataclass(frozen=True)
+class HostPlugin:
+    """A plugin the operator configures for every session (the host revision)."""
+
+    plugin_id: str
+    url: str
+    sha256: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -64,6 +89,13 @@ class HostConfig:
       valid detached signature (`URL.sig`, or one given) by one of them, and
       the signature is re-checked against the pinned digest every time the
       bundle is activated or called.
+    - `host_plugins`: plugins active in every session (the host revision),
+      activated when the host starts; see `Host.start`.
+    - `permissions`: host-scope permission rules, before each session's own.
+    - `approval_wait_ms`: how long a Turn waits for an answer to a permission
+      request (None: no limit); past it the Turn ends with
+      `approval_wait_limit_reached`.
+    - `default_agent`: replaces a host plugin's `agents.setDefault`.
     - `capabilities`: what plugins may reach (network policy, shell, files);
       see `CapabilityPolicy`. Each session's workspace is
       `data_dir/workspaces/<session id>`, seen by plugins as `/workspace`.
@@ -76,6 +108,11 @@ class HostConfig:
     isolate_limits: IsolateLimits = field(default_factory=IsolateLimits)
     capabilities: CapabilityPolicy = field(default_factory=CapabilityPolicy)
     trust: TrustPolicy | None = None
+    host_plugins: tuple[HostPlugin, ...] = ()
+    permissions: tuple[PermissionRule, ...] = ()
+    case_sensitive_permissions: bool = True
+    approval_wait_ms: int | None = None
+    default_agent: str | None = None
 
 
 @dataclass(frozen=True)
@@ -89,6 +126,8 @@ class PluginInfo:
     fingerprint: str
     shape: str
     signer: str | None = None
+    delta: ToolsDelta | None = None
+    """When returned by a change: the tools it added and removed."""
 
 
 @dataclass(frozen=True)
@@ -120,6 +159,7 @@ class RefreshResult:
     changed: bool
     previous_sha256: str
     plugin: PluginInfo
+    delta: ToolsDelta = ToolsDelta()
 
 
 async def fetch(
@@ -171,6 +211,7 @@ class Host:
         self.close()
 
     async def __aenter__(self) -> Host:
+        await self.start()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -215,10 +256,62 @@ class Host:
             ) from exc
         return Session(self, session_id, workdir, workspace)
 
+    async def start(self) -> None:
+        """Activates the host revision when the configured host plugins changed.
+
+        `async with Host(...)` calls it. Host plugins are fetched (and their
+        signatures checked) like session plugins; one whose setup throws a
+        `PluginError` with a `publicMessage`, or whose tool declaration is
+        rejected, is skipped and reported by `host_failures`; any other
+        failure raises and leaves the previous host revision active.
+        """
+        self._check_open()
+        wanted = hashlib.sha256(json.dumps(
+            [[p.plugin_id, p.url, p.sha256, p.options] for p in self.config.host_plugins]
+            + [self.config.default_agent], sort_keys=True).encode()).hexdigest()
+        self._store.create_session(HOST_SCOPE, ".")
+        state = self._store.host_state()
+        if state is not None and state[0] == wanted:
+            return
+        current = self._store.current_revision(HOST_SCOPE)
+        pins = []
+        for plugin in self.config.host_plugins:
+            if not valid_plugin_id(plugin.plugin_id):
+                raise WorkerHostError("invalid_plugin_id",
+                                      f"{plugin.plugin_id!r} is not a plugin id.")
+            _, digest = await self._fetch(plugin.url, _normalized_digest(plugin.sha256))
+            signature, signer = await self._signature(plugin.url, digest, None)
+            pins.append(Pin(plugin.plugin_id, plugin.url, digest, _checked_options(plugin.options),
+                            "", "", signature, signer))
+        revision_id = str(uuid.uuid4())
+        activation = Activation("host", revision_id, current.version + 1)
+        activated, failures = await activate_pins(self._runner, "host", activation, pins,
+                                                  self._pinned_bundle, self._host_scope())
+        check_catalog(activated, [], self.config.default_agent)
+        self._store.commit_revision(HOST_SCOPE, current.version, revision_id, activated)
+        self._store.set_host_state(wanted, [f.__dict__ for f in failures])
+        await retire(self._runner, current, host_activation(current), self._pinned_bundle,
+                     self._host_scope())
+
+    def host_failures(self) -> list[PluginFailure]:
+        """Host plugins skipped at activation, with their safe reasons."""
+        state = self._store.host_state()
+        return [PluginFailure(**failure) for failure in state[1]] if state else []
+
+    def _host_revision(self) -> Revision:
+        try:
+            return self._store.current_revision(HOST_SCOPE)
+        except WorkerHostError:
+            return Revision(HOST_SCOPE, 0, "")
+
+    def _host_scope(self) -> CallScope:
+        return CallScope.for_workspace(self.config.data_dir / "workspaces" / HOST_SCOPE,
+                                       self.config.capabilities)
+
     def session_ids(self) -> list[str]:
         """Every session's id, sorted."""
         self._check_open()
-        return self._store.session_ids()
+        return [session for session in self._store.session_ids() if session != HOST_SCOPE]
 
     async def _fetch(self, url: str, expected_sha256: str | None) -> tuple[bytes, str]:
         data, digest = await fetch(self.config, url, expected_sha256)
@@ -297,11 +390,15 @@ class Session:
         return [_plugin_info(pin) for pin in self.revision().pins]
 
     def tools(self) -> list[ToolInfo]:
-        """The model-facing tool descriptors of the active revision."""
+        """The model-facing tool descriptors: host plugins' then this session's,
+        minus tools the permission rules hide."""
+        ruleset = self.ruleset()
         return [
-            ToolInfo(tool.id, tool.description, tool.input_schema, pin.plugin_id, tool.direct_only)
-            for pin in self.revision().pins
-            for tool in _manifest(pin).tools
+            ToolInfo(tool.id, tool.description, tool.input_schema, plugin.pin.plugin_id,
+                     tool.direct_only)
+            for plugin in self.catalog().plugins
+            for tool in plugin.manifest.tools
+            if not ruleset.hides_tool(tool.id)
         ]
 
     async def add_plugin(
@@ -343,8 +440,8 @@ class Session:
         _, digest = await self._host._fetch(url, expected)
         signature_text, signer = await self._host._signature(url, digest, signature)
         placeholder = Pin(plugin_id, url, digest, options, "", "", signature_text, signer)
-        revision = await self._commit(current, [*current.pins, placeholder])
-        return _plugin_info(_require_pin(revision, plugin_id))
+        revision, delta = await self._commit(current, [*current.pins, placeholder])
+        return replace(_plugin_info(_require_pin(revision, plugin_id)), delta=delta)
 
     async def refresh_plugin(self, plugin_id: str) -> RefreshResult:
         """Refetches a pin's URL; only a new digest makes a new revision.
@@ -362,59 +459,186 @@ class Session:
         signature_text, signer = await self._host._signature(pin.url, digest, None)
         replaced = Pin(plugin_id, pin.url, digest, pin.options, "", "", signature_text, signer)
         pins = [replaced if each.plugin_id == plugin_id else each for each in current.pins]
-        revision = await self._commit(current, pins)
-        return RefreshResult(True, pin.sha256, _plugin_info(_require_pin(revision, plugin_id)))
+        revision, delta = await self._commit(current, pins)
+        return RefreshResult(True, pin.sha256, _plugin_info(_require_pin(revision, plugin_id)),
+                             delta)
 
-    async def remove_plugin(self, plugin_id: str) -> None:
-        """Removes a pin in a new revision. Raises `plugin_not_found`."""
+    async def remove_plugin(self, plugin_id: str) -> ToolsDelta:
+        """Removes a pin in a new revision; returns the tools delta.
+
+        Raises `plugin_not_found`."""
         current = self.revision()
         if current.pin(plugin_id) is None:
             raise _plugin_not_found(plugin_id, self.id)
-        await self._commit(current, [pin for pin in current.pins if pin.plugin_id != plugin_id])
+        _, delta = await self._commit(
+            current, [pin for pin in current.pins if pin.plugin_id != plugin_id])
+        return delta
 
-    async def _commit(self, current: Revision, pins: Sequence[Pin]) -> Revision:
+    async def _commit(self, current: Revision, pins: Sequence[Pin]) -> tuple[Revision, ToolsDelta]:
         """Activates every pin under a new revision identity, then commits it.
 
-        Any activation failure rejects the whole revision: nothing is written.
+        Any activation failure, or a conflict with the host's catalog,
+        rejects the whole revision: nothing is written. The retired
+        revision's cleanups run after the commit.
         """
+        host = self._host
         revision_id = str(uuid.uuid4())
         activation = Activation("session", revision_id, current.version + 1, self.id)
-        activated = []
-        for pin in pins:
-            bundle = self._host._pinned_bundle(pin)
-            code = PluginCode(pin.plugin_id, bundle, activation, pin.options)
-            manifest = await self._host._runner.activate(code, self._scope())
-            activated.append(
-                Pin(pin.plugin_id, pin.url, pin.sha256, pin.options, manifest.fingerprint,
-                    manifest.canonical, pin.signature, pin.signer)
-            )
-        return self._host._store.commit_revision(self.id, current.version, revision_id, activated)
+        activated, _ = await activate_pins(host._runner, "session", activation, pins,
+                                           host._pinned_bundle, self._scope())
+        check_catalog(host._host_revision().pins, activated, host.config.default_agent)
+        revision = host._store.commit_revision(self.id, current.version, revision_id, activated)
+        await retire(host._runner, current, self._activation(current), host._pinned_bundle,
+                     self._scope())
+        return revision, tools_delta(current.pins, revision.pins)
+
+    def _activation(self, revision: Revision) -> Activation:
+        return Activation("session", revision.revision_id, revision.version, self.id)
+
+    def catalog(self) -> Catalog:
+        """The effective catalog: host plugins, then this session's."""
+        host = self._host
+        host_revision = host._host_revision()
+        revision = self.revision()
+        return catalog(host_revision.pins, host_activation(host_revision), revision.pins,
+                       self._activation(revision), host._pinned_bundle, host.config.default_agent)
+
+    def ruleset(self, agent: Agent | None = None) -> Ruleset:
+        """Host rules, then this session's, then the Agent's; the last match wins."""
+        config = self._host.config
+        session_rules = self.rules()
+        agent_rules = [PermissionRule(rule.action, rule.resource, rule.effect)
+                       for rule in (agent.permissions if agent else ())]
+        return Ruleset([config.permissions, session_rules, agent_rules],
+                       case_sensitive=config.case_sensitive_permissions)
+
+    def add_rule(self, action: str, resource: str, effect: str) -> None:
+        """Appends a session permission rule. Raises `invalid_rule`."""
+        rule = PermissionRule.from_json({"action": action, "resource": resource,
+                                         "effect": effect})
+        self._host._store.add_rule(self.id, rule.action, rule.resource, rule.effect)
+
+    def rules(self) -> list[PermissionRule]:
+        """The session's own rules, in order."""
+        return [PermissionRule(action, resource, effect)  # type: ignore[arg-type]
+                for action, resource, effect in self._host._store.rules(self.id)]
+
+    async def begin_turn(
+        self,
+        prompt: str = "",
+        *,
+        model: dict[str, str] | None = None,
+        client: Client | None = None,
+        agent: str | None = None,
+    ) -> Turn:
+        """Starts a Turn: records `turn.started` and runs the `turn.before` hooks.
+
+        `client` answers permission requests and questions; without one a
+        request that asks is denied and questions are dismissed. `agent`
+        selects an Agent (else the catalog's default, else the fallback).
+        Raises `TurnFailed` when a hook throws, `unknown_agent`.
+        """
+        turn = self._turn(str(uuid.uuid4()), model or DEFAULT_MODEL, client, agent, create=True)
+        await turn.start([{"type": "text", "text": prompt}])
+        return turn
+
+    def turn(self, turn_id: str, *, client: Client | None = None,
+             agent: str | None = None) -> Turn:
+        """A Turn begun earlier (possibly by another process). Raises `turn_not_found`."""
+        record = self._host._store.load_turn(self.id, turn_id)
+        return self._turn(record.id, record.model, client, agent, create=False)
+
+    def _turn(self, turn_id: str, model: dict[str, str], client: Client | None,
+              agent_id: str | None, *, create: bool) -> Turn:
+        catalog = self.catalog()
+        chosen = agent_id or catalog.default_agent or fallback_default(
+            [agent for _, agent in catalog.agents])
+        agent = catalog.agent(chosen) if chosen else None
+        if agent_id and agent is None:
+            raise WorkerHostError("unknown_agent", f"Session {self.id} has no agent {agent_id!r}.")
+        if create:
+            self._host._store.create_turn(turn_id, self.id, model)
+        settings = TurnSettings(
+            runner=self._host._runner, store=self._host._store, session_id=self.id,
+            workdir=self.workdir, catalog=catalog, ruleset=self.ruleset(agent),
+            scope=self._scope, client=client, approval_wait_ms=self._host.config.approval_wait_ms,
+            agent=agent,
+        )
+        return Turn(turn_id, model, settings)
 
     async def call_tool(
-        self, name: str, tool_input: Any, *, turn_id: str | None = None
+        self, name: str, tool_input: Any, *, turn_id: str | None = None,
+        client: Client | None = None,
     ) -> ToolResult:
-        """Calls one tool of the active revision and returns what the model sees.
+        """Calls one tool and returns what the model sees.
 
-        Raises `unknown_tool` when no plugin declares `name`, and
-        `invalid_permissions`; every other failure is a failed `ToolResult`.
+        Inside the Turn `turn_id`, or in a Turn of its own that begins and
+        ends around the call. Raises `unknown_tool` when the model would see
+        no such tool, and `TurnFailed` when the Turn fails (`tool_denied`,
+        `runtime_failed`, `invalid_permissions`, `approval_wait_limit_reached`).
         """
-        revision = self.revision()
-        for pin in revision.pins:
-            tool = _manifest(pin).tool(name)
-            if tool is None:
+        turn = (self.turn(turn_id, client=client) if turn_id
+                else await self.begin_turn(client=client))
+        (result,) = await turn.call_tools([ToolCall(name, tool_input)])
+        if result.code == "unknown_tool" and turn_id is None:
+            await turn.cancel("unknown tool")
+            raise WorkerHostError("unknown_tool", f"Session {self.id} has no tool named {name!r}.")
+        if turn_id is None:
+            await turn.end(result.text)
+        return result
+
+    def skills(self) -> list[tuple[str, Skill]]:
+        """The catalog's Skills with the plugin that declares each."""
+        return [(plugin.pin.plugin_id, skill) for plugin, skill in self.catalog().skills]
+
+    def agents(self) -> list[tuple[str, Agent]]:
+        """The catalog's Agents with the plugin that declares each."""
+        return [(plugin.pin.plugin_id, agent) for plugin, agent in self.catalog().agents]
+
+    def load_skill(self, skill_id: str) -> str:
+        """A Skill's body as Core's `skill` tool would return it. Raises `unknown_skill`."""
+        for plugin_id, skill in self.skills():
+            if skill.id == skill_id:
+                return load_skill_body(skill, plugin_id=plugin_id)
+        raise WorkerHostError("unknown_skill", f"Session {self.id} has no skill {skill_id!r}.")
+
+    def inspect(self, plugin_id: str) -> dict[str, Any]:
+        """Everything about one plugin of the catalog, as JSON.
+
+        The pin (url, digest, options, signer), its scope, the activation
+        state (`active`, or `failed` with the reason for a skipped host
+        plugin), the fingerprint, each contribution and the shape. Raises
+        `plugin_not_found`.
+        """
+        for failure in self._host.host_failures():
+            if failure.plugin_id == plugin_id:
+                return {"pluginId": plugin_id, "scope": "host", "state": "failed",
+                        "failure": failure.message}
+        for plugin in self.catalog().plugins:
+            if plugin.pin.plugin_id != plugin_id:
                 continue
-            activation = Activation("session", revision.revision_id, revision.version, self.id)
-            bundle = self._host._pinned_bundle(pin)
-            code = PluginCode(pin.plugin_id, bundle, activation, pin.options)
-            context = CallContext(
-                session_id=self.id,
-                turn_id=turn_id or str(uuid.uuid4()),
-                tool_call_id=str(uuid.uuid4()),
-                workdir=self.workdir,
-            )
-            return await call_tool(self._host._runner, code, pin.fingerprint, tool, tool_input,
-                                   context, self._scope())
-        raise WorkerHostError("unknown_tool", f"Session {self.id} has no tool named {name!r}.")
+            pin, manifest = plugin.pin, plugin.manifest
+            return {
+                "pluginId": plugin_id, "scope": plugin.scope, "state": "active",
+                "pin": {"url": pin.url, "sha256": pin.sha256, "options": pin.options,
+                        "signer": pin.signer},
+                "fingerprint": pin.fingerprint, "shape": manifest.shape,
+                "tools": [{"id": tool.id, "description": tool.description,
+                           "inputSchema": tool.input_schema,
+                           "permissions": tool.has_permissions,
+                           "directOnly": tool.direct_only} for tool in manifest.tools],
+                "hooks": list(manifest.hooks),
+                "skills": [skill.to_json() for skill in manifest.skills],
+                "agents": [agent.to_json() for agent in manifest.agents],
+                "defaultAgent": manifest.default_agent,
+                "cleanup": pin.cleanup,
+            }
+        raise _plugin_not_found(plugin_id, self.id)
+
+
+def host_activation(revision: Revision) -> Activation:
+    """The activation identity of a host revision."""
+    return Activation("host", revision.revision_id, revision.version)
 
 
 def _manifest(pin: Pin) -> Manifest:

@@ -87,7 +87,7 @@ def build_manifest(raw: Any) -> Manifest:
     seen: set[str] = set()
     for tool in tools:
         if tool.id in seen:
-            raise _invalid(f"the tool id {tool.id!r} is registered twice")
+            raise _rejected_tool(f"the tool id {tool.id!r} is registered twice")
         seen.add(tool.id)
     hooks = tuple(_list(raw, "hooks"))
     for name in hooks:
@@ -145,8 +145,17 @@ def _canonical(raw: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+class RejectedTool(WorkerHostError):
+    """A tool declaration the host rejects: in a host revision it skips the
+    plugin instead of failing activation."""
+
+
 def _invalid(reason: str) -> WorkerHostError:
     return WorkerHostError("invalid_contribution", f"The plugin's setup is invalid: {reason}.")
+
+
+def _rejected_tool(reason: str) -> RejectedTool:
+    return RejectedTool("invalid_contribution", f"The plugin's setup is invalid: {reason}.")
 
 
 def _list(raw: dict[str, Any], key: str) -> list[Any]:
@@ -158,21 +167,21 @@ def _list(raw: dict[str, Any], key: str) -> list[Any]:
 
 def _tool(entry: Any) -> ToolDescriptor:
     if not isinstance(entry, dict):
-        raise _invalid("a tool declaration is malformed")
+        raise _rejected_tool("a tool declaration is malformed")
     tool_id = entry.get("id")
     if not isinstance(tool_id, str) or not tool_id:
-        raise _invalid("a tool id must be a non-empty string")
+        raise _rejected_tool("a tool id must be a non-empty string")
     if tool_id in RESERVED_TOOL_IDS:
-        raise _invalid(f"the tool id {tool_id!r} is reserved")
+        raise _rejected_tool(f"the tool id {tool_id!r} is reserved")
     description = entry.get("description")
     if not isinstance(description, str) or not description.strip():
-        raise _invalid(f"tool {tool_id}: the description must be a non-empty string")
+        raise _rejected_tool(f"tool {tool_id}: the description must be a non-empty string")
     problem = schema_problem(entry.get("inputSchema"))
     if problem is not None:
-        raise _invalid(f"tool {tool_id}: {problem}")
+        raise _rejected_tool(f"tool {tool_id}: {problem}")
     for flag in ("directOnly", "discoversWorkspaceInstructions"):
         if flag in entry and entry[flag] is not True:
-            raise _invalid(f"tool {tool_id}: {flag} must be true when present")
+            raise _rejected_tool(f"tool {tool_id}: {flag} must be true when present")
     return ToolDescriptor(
         id=tool_id,
         description=description,

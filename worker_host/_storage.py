@@ -44,6 +44,7 @@ CREATE TABLE IF NOT EXISTS pins (
     manifest TEXT NOT NULL,
     signature TEXT,
     signer TEXT,
+    cleanup INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (session_id, version, position),
     FOREIGN KEY (session_id, version) REFERENCES revisions(session_id, version)
 );
@@ -86,7 +87,9 @@ HOST_SCOPE = "@host"
 
 # Columns added after the first release, with their declarations, so a database
 # made by an older version is brought up to date when it is opened.
-_ADDED_COLUMNS = {"pins": (("signature", "TEXT"), ("signer", "TEXT"))}
+_ADDED_COLUMNS = {
+    "pins": (("signature", "TEXT"), ("signer", "TEXT"), ("cleanup", "INTEGER NOT NULL DEFAULT 0")),
+}
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,7 @@ class Pin:
     manifest: str
     signature: str | None = None
     signer: str | None = None
+    cleanup: bool = False
 
 
 @dataclass(frozen=True)
@@ -219,14 +223,14 @@ class SqliteStore:
             (session_id, version),
         ).fetchone()
         rows = db.execute(
-            "SELECT plugin_id, url, sha256, options, fingerprint, manifest, signature, signer "
-            "FROM pins WHERE session_id = ? AND version = ? ORDER BY position",
+            "SELECT plugin_id, url, sha256, options, fingerprint, manifest, signature, signer, "
+            "cleanup FROM pins WHERE session_id = ? AND version = ? ORDER BY position",
             (session_id, version),
         ).fetchall()
         pins = tuple(
-            Pin(plugin_id, url, sha256, json.loads(options), fingerprint, manifest, signature,
-                signer)
-            for plugin_id, url, sha256, options, fingerprint, manifest, signature, signer in rows
+            Pin(row[0], row[1], row[2], json.loads(row[3]), row[4], row[5], row[6], row[7],
+                bool(row[8]))
+            for row in rows
         )
         return Revision(session_id, version, str(revision_id), pins)
 
@@ -256,12 +260,12 @@ class SqliteStore:
             )
             db.executemany(
                 "INSERT INTO pins (session_id, version, position, plugin_id, url, sha256, "
-                "options, fingerprint, manifest, signature, signer) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "options, fingerprint, manifest, signature, signer, cleanup) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (session_id, version, position, pin.plugin_id, pin.url, pin.sha256,
                      json.dumps(pin.options, sort_keys=True), pin.fingerprint, pin.manifest,
-                     pin.signature, pin.signer)
+                     pin.signature, pin.signer, int(pin.cleanup))
                     for position, pin in enumerate(pins)
                 ],
             )

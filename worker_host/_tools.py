@@ -15,7 +15,7 @@ from typing import Any
 from ._activation import PluginCode, PluginRunner, trimmed_public_message
 from ._calls import HostOperations
 from ._errors import IsolateFault, WorkerHostError
-from ._isolate import STACK_OVERFLOW
+from ._isolate import STACK_OVERFLOW, GuestAnswer
 from ._manifest import ToolDescriptor
 from ._schema import input_is_valid
 
@@ -88,7 +88,8 @@ async def call_tool(
     context: CallContext,
     operations: HostOperations | None = None,
 ) -> ToolResult:
-    """Runs one tool call through validation, permissions and execution.
+    """Runs one tool call through validation, permissions and execution, with
+    no rules or hooks (the Turn pipeline adds those; see `_turns`).
 
     Model-visible failures come back as a failed `ToolResult`. Raises
     `WorkerHostError` `invalid_permissions` when `permissions` answers
@@ -97,35 +98,83 @@ async def call_tool(
     """
     if not input_is_valid(tool.input_schema, tool_input):
         return _failure("invalid_input", INPUT_INVALID)
+    projections = await project_permissions(
+        runner, plugin, fingerprint, tool, tool_input, context, operations
+    )
+    if isinstance(projections, ToolResult):
+        return projections
+    return await execute_tool(
+        runner, plugin, fingerprint, tool, tool_input, context, projections, operations
+    )
+
+
+async def project_permissions(
+    runner: PluginRunner,
+    plugin: PluginCode,
+    fingerprint: str,
+    tool: ToolDescriptor,
+    tool_input: Any,
+    context: CallContext,
+    operations: HostOperations | None = None,
+) -> list[dict[str, Any]] | ToolResult:
+    """The call's validated projections: the tool's `permissions` run in an
+    isolate, or the default `{action: id, resources: ['*'], save: ['*']}`.
+
+    A throw fails only the call (a failed `ToolResult`). Raises
+    `invalid_permissions` for an answer that is not valid projections.
+    """
+    if not tool.has_permissions:
+        return [{"action": tool.id, "resources": ["*"], "save": ["*"]}]
+    request = {
+        "target": {"kind": "tool.permissions", "toolId": tool.id},
+        "input": tool_input,
+        "context": context.to_json(),
+    }
+    answer = await _invoke(runner, plugin, fingerprint, tool, request, operations)
+    if isinstance(answer, ToolResult):
+        return answer
+    if answer.status == "failed":
+        if (answer.error or {}).get("_tag") == "InvalidOutput":
+            raise _invalid_projection("it is not plain JSON")
+        return _plugin_failure(plugin.plugin_id, answer.error or {})
+    return validate_projections(answer.value)
+
+
+async def execute_tool(
+    runner: PluginRunner,
+    plugin: PluginCode,
+    fingerprint: str,
+    tool: ToolDescriptor,
+    tool_input: Any,
+    context: CallContext,
+    projections: list[dict[str, Any]],
+    operations: HostOperations | None = None,
+) -> ToolResult:
+    """Runs `execute` in an isolate with the authorized projections."""
+    request = {
+        "target": {"kind": "tool.execute", "toolId": tool.id},
+        "input": tool_input,
+        "context": {**context.to_json(), "permissions": projections},
+    }
+    answer = await _invoke(runner, plugin, fingerprint, tool, request, operations)
+    if isinstance(answer, ToolResult):
+        return answer
+    if answer.status == "failed":
+        return _plugin_failure(plugin.plugin_id, answer.error or {})
+    return ToolResult(value=answer.value)
+
+
+async def _invoke(
+    runner: PluginRunner,
+    plugin: PluginCode,
+    fingerprint: str,
+    tool: ToolDescriptor,
+    request: dict[str, Any],
+    operations: HostOperations | None,
+) -> GuestAnswer | ToolResult:
+    """One isolate for the call; faults the model may see become a failed result."""
     try:
-        if tool.has_permissions:
-            answer = await runner.invoke(
-                plugin,
-                fingerprint,
-                {
-                    "target": {"kind": "tool.permissions", "toolId": tool.id},
-                    "input": tool_input,
-                    "context": context.to_json(),
-                },
-                operations,
-            )
-            if answer.status == "failed":
-                if (answer.error or {}).get("_tag") == "InvalidOutput":
-                    raise _invalid_projection("it is not plain JSON")
-                return _plugin_failure(plugin.plugin_id, answer.error or {})
-            projections = validate_projections(answer.value)
-        else:
-            projections = [{"action": tool.id, "resources": ["*"], "save": ["*"]}]
-        answer = await runner.invoke(
-            plugin,
-            fingerprint,
-            {
-                "target": {"kind": "tool.execute", "toolId": tool.id},
-                "input": tool_input,
-                "context": {**context.to_json(), "permissions": projections},
-            },
-            operations,
-        )
+        return await runner.invoke(plugin, fingerprint, request, operations)
     except IsolateFault as fault:
         log.warning("tool %s of %s: %s", tool.id, plugin.plugin_id, fault.code)
         return _failure(fault.code, fault.message)
@@ -133,9 +182,6 @@ async def call_tool(
         if error.code in ("setup_nondeterministic", "setup_failed", "timed_out"):
             return _failure(error.code, error.message)
         raise
-    if answer.status == "failed":
-        return _plugin_failure(plugin.plugin_id, answer.error or {})
-    return ToolResult(value=answer.value)
 
 
 def _plugin_failure(plugin_id: str, failure: dict[str, Any]) -> ToolResult:

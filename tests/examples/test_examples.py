@@ -12,6 +12,7 @@ import pytest
 
 from sdk import build_bundle
 from tests.support.https_server import LoopbackServer, ThrowawayCA
+from tests.support.operator import ALLOW_ALL
 from worker_host import Host, HostConfig
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -39,7 +40,7 @@ def test_example_builds_and_runs(
 ) -> None:
     bundle = build_bundle(EXAMPLES / example, tmp_path / "bundle.mjs")
     https_server.serve("/bundle.mjs", bundle)
-    config = HostConfig(data_dir=tmp_path / "data", ca_bundle=tls_ca.ca_file)
+    config = HostConfig(permissions=ALLOW_ALL, data_dir=tmp_path / "data", ca_bundle=tls_ca.ca_file)
 
     async def scenario() -> Any:
         async with Host(config) as host:
@@ -56,7 +57,7 @@ def test_notes_saves_a_note_into_the_session_workspace(
 ) -> None:
     bundle = build_bundle(EXAMPLES / "notes" / "plugin.mjs", tmp_path / "notes.mjs")
     https_server.serve("/notes.mjs", bundle)
-    config = HostConfig(data_dir=tmp_path / "data", ca_bundle=tls_ca.ca_file)
+    config = HostConfig(permissions=ALLOW_ALL, data_dir=tmp_path / "data", ca_bundle=tls_ca.ca_file)
 
     async def scenario() -> tuple[Any, Path]:
         async with Host(config) as host:

@@ -38,6 +38,7 @@ from capabilities import (
     ShellPolicy,
 )
 from tests.support.https_server import LoopbackServer, ThrowawayCA
+from tests.support.operator import ALLOW_ALL
 from tests.worker_host.bundles import CONTEXT, TIMED_OUT, failed, plugin_code, plugin_source
 from tests.worker_host.capability_bundles import (
     assert_no_host_path,
@@ -159,7 +160,7 @@ def host_config(
     host_data: Path, runtime: GuestRuntime, tls_ca: ThrowawayCA
 ) -> Callable[..., HostConfig]:
     def make(capabilities: CapabilityPolicy | None = None) -> HostConfig:
-        return HostConfig(
+        return HostConfig(permissions=ALLOW_ALL, 
             data_dir=host_data,
             ca_bundle=tls_ca.ca_file,
             capabilities=capabilities or CapabilityPolicy(),

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.https_server import LoopbackServer, ThrowawayCA
+from tests.support.operator import allow_all_config
 
 SHOUT = b"""export default {
   id: 'example.shout',
@@ -34,7 +35,8 @@ class Cli:
         self.env = {
             key: value for key, value in os.environ.items() if key != "WORKER_HOST_DATA_DIR"
         }
-        self.env.update(SSL_CERT_FILE=str(ca_file), WORKER_HOST_DATA_DIR=str(data_dir))
+        self.env.update(SSL_CERT_FILE=str(ca_file), WORKER_HOST_DATA_DIR=str(data_dir),
+                        WORKER_HOST_CONFIG=str(allow_all_config(data_dir.parent)))
 
     def __call__(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import pytest
 
 from tests.support.https_server import LoopbackServer, ThrowawayCA
+from tests.support.operator import ALLOW_ALL
 from worker_host import Host, HostConfig, IsolateLimits, WorkerHostError
 
 T = TypeVar("T")
@@ -45,7 +46,7 @@ def run(awaitable: Awaitable[T]) -> T:
 
 @pytest.fixture
 def config(tmp_path: Path, tls_ca: ThrowawayCA) -> HostConfig:
-    return HostConfig(data_dir=tmp_path / "data", ca_bundle=tls_ca.ca_file)
+    return HostConfig(permissions=ALLOW_ALL, data_dir=tmp_path / "data", ca_bundle=tls_ca.ca_file)
 
 
 def add(config: HostConfig, url: str, plugin_id: str = "example.shout", **kwargs: Any) -> Any:
@@ -262,7 +263,7 @@ def test_runaway_tools_fail_and_the_next_call_on_the_same_host_succeeds(
     } };"""
     https_server.serve("/hostile.mjs", source)
     limits = IsolateLimits(cpu_time_ms=300, memory_bytes=32 * 1024 * 1024)
-    config = HostConfig(data_dir=tmp_path / "data", ca_bundle=tls_ca.ca_file,
+    config = HostConfig(permissions=ALLOW_ALL, data_dir=tmp_path / "data", ca_bundle=tls_ca.ca_file,
                         isolate_limits=limits)
 
     async def scenario() -> list[tuple[str | None, str | None]]:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.https_server import LoopbackServer, ThrowawayCA
+from tests.support.operator import allow_all_config
 
 SHOUT = b"""export default { id: 'example.shout', setup(context) {
   context.tools.register({ id: 'shout', description: 'Uppercase.',
@@ -25,7 +26,7 @@ class Cli:
         self.cwd = tmp_path
         self.env = dict(os.environ, WORKER_HOST_DATA_DIR=str(tmp_path / "data"),
                         SSL_CERT_FILE=str(ca_file))
-        self.env.pop("WORKER_HOST_CONFIG", None)
+        self.env["WORKER_HOST_CONFIG"] = str(allow_all_config(tmp_path))
 
     def __call__(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "worker_host", *args], cwd=self.cwd,
@@ -66,7 +67,10 @@ def test_a_trusted_signature_is_checked_and_recorded(
     url = publish(cli, https_server, "release")
     added = add(cli, url, "--trust-key", "release.pub")
     assert added.returncode == 0, added.stderr
-    assert added.stdout.rstrip().endswith(f"signed by {key_id}")
+    assert added.stdout.splitlines() == [
+        added.stdout.splitlines()[0], "  + tool shout  [example.shout]"
+    ]
+    assert added.stdout.splitlines()[0].endswith(f"signed by {key_id}")
     assert "/shout.mjs.sig" in https_server.requests
 
     called = cli("tools", "call", "--session", "demo", "shout", "--input", '{"text":"hi"}',
