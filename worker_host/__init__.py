@@ -10,12 +10,16 @@ from ._errors import IsolateFault, WorkerHostError
 from ._host import (
     Host,
     HostConfig,
+    HostPlugin,
     PluginInfo,
     RefreshResult,
     Session,
     ToolInfo,
     default_data_dir,
 )
+from ._permissions import PermissionRule
+from ._revisions import PluginFailure, ToolsDelta
+from ._turns import Catalog, Client, PermissionAnswer, ToolCall, Turn, TurnFailed
 from ._limits import IsolateLimits
 from ._manifest import Manifest, ToolDescriptor
 from ._runtime import GuestRuntime, shared_runtime
@@ -25,21 +29,31 @@ __all__ = [
     "Activation",
     "CallScope",
     "CapabilityPolicy",
+    "Catalog",
+    "Client",
     "GuestRuntime",
     "Host",
     "HostConfig",
+    "HostPlugin",
     "IsolateFault",
     "IsolateLimits",
     "Manifest",
+    "PermissionAnswer",
+    "PermissionRule",
     "PluginCode",
+    "PluginFailure",
     "PluginInfo",
     "PluginRunner",
     "RefreshResult",
     "Session",
     "SetupFailed",
+    "ToolCall",
     "ToolDescriptor",
     "ToolInfo",
     "ToolResult",
+    "ToolsDelta",
+    "Turn",
+    "TurnFailed",
     "WorkerHostError",
     "default_data_dir",
     "shared_runtime",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -47,6 +48,13 @@ class CapabilityPolicy:
     network: NetworkPolicy = NetworkPolicy()
     shell: ShellPolicy = ShellPolicy()
     workspace_files: bool = True
+
+
+@lru_cache(maxsize=16)
+def _network_capabilities(policy: NetworkPolicy) -> tuple[WebFetch, PlainFetch]:
+    """One WebFetch and PlainFetch per network policy: building them loads the
+    TLS trust store (tens of milliseconds), and they keep no per-call state."""
+    return WebFetch(policy), PlainFetch(policy)
 
 
 class FilesCapability(Protocol):
@@ -91,11 +99,12 @@ class CallScope:
     @classmethod
     def for_workspace(cls, workspace: Path, policy: CapabilityPolicy) -> CallScope:
         """The real capabilities over a session's workspace directory."""
+        web, fetch = _network_capabilities(policy.network)
         return cls(
             files=WorkspaceFiles(workspace) if policy.workspace_files else None,
             shell=WorkspaceShell(workspace, policy.shell),
-            web=WebFetch(policy.network),
-            fetch=PlainFetch(policy.network),
+            web=web,
+            fetch=fetch,
         )
 
     async def perform(self, request: HostRequest, deliver: Deliver) -> Any:

@@ -9,7 +9,8 @@ Prints the median (and p90) of, measured side by side in one run:
 - fresh isolate: `PluginRunner.invoke` (new instance, prelude, bundle load,
   setup, fingerprint check, one `shout` call);
 - `tools call` end to end through the embedding API (`Session.call_tool`:
-  state read, bundle read and re-verified, input validation, one isolate);
+  a Turn of its own with its events in SQLite, state and bundle read and
+  re-verified, input validation, authorization, one isolate);
 - the peer: quickjs-rs with a fresh runtime and context per call, loading
   the same bundle and making the same call.
 """
@@ -88,7 +89,15 @@ async def measure(step: Callable[[], object], rounds: int) -> list[float]:
 
 
 async def worker_host_samples(data_dir: Path, rounds: int) -> dict[str, list[float]]:
-    from worker_host import Activation, Host, HostConfig, PluginCode, PluginRunner, shared_runtime
+    from worker_host import (
+        Activation,
+        Host,
+        HostConfig,
+        PermissionRule,
+        PluginCode,
+        PluginRunner,
+        shared_runtime,
+    )
     from worker_host._host import Session
 
     runner = PluginRunner(shared_runtime(data_dir / "cache"))
@@ -103,7 +112,8 @@ async def worker_host_samples(data_dir: Path, rounds: int) -> dict[str, list[flo
 
     # The embedding API needs a pinned plugin: pin the bundle bytes directly
     # (the HTTPS fetch is not what this measures).
-    host = Host(HostConfig(data_dir=data_dir))
+    allow = (PermissionRule("*", "*", "allow"),)
+    host = Host(HostConfig(data_dir=data_dir, permissions=allow))
     session: Session = host.session("bench", create=True)
     digest = host._bundles.put(SHOUT.encode())
     from worker_host._storage import Pin
