@@ -17,13 +17,13 @@ from ._host import (
     ToolInfo,
     default_data_dir,
 )
-from ._permissions import PermissionRule
-from ._revisions import PluginFailure, ToolsDelta
-from ._turns import Catalog, Client, PermissionAnswer, ToolCall, Turn, TurnFailed
 from ._limits import IsolateLimits
 from ._manifest import Manifest, ToolDescriptor
+from ._permissions import PermissionRule
+from ._revisions import PluginFailure, ToolsDelta
 from ._runtime import GuestRuntime, shared_runtime
 from ._tools import ToolResult
+from ._turns import Catalog, Client, PermissionAnswer, ToolCall, Turn, TurnFailed
 
 __all__ = [
     "Activation",
