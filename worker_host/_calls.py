@@ -171,12 +171,18 @@ class _Call:
                 results.append(event)
         return {"op": "resume", "results": results, "callbacks": callbacks}
 
-    def close(self) -> None:
-        for task in self.tasks:
-            task.cancel()
+    async def close(self) -> None:
+        """Cancels what is still in flight and waits for it to wind down, so a
+        cancelled operation's own cleanup (killing a shell command) finishes
+        before the call returns."""
         for callback in self.waiting.values():
             if not callback.done.done():
                 callback.done.cancel()
+        tasks = list(self.tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def drive(
@@ -218,7 +224,7 @@ async def drive(
                 raise WorkerHostError("timed_out", "The plugin's call ran past its time limit.")
             answer = await loop.run_in_executor(executor, isolate.call, resume)
     finally:
-        call.close()
+        await call.close()
 
 
 def _report(answer: GuestAnswer, log_name: str) -> None:
