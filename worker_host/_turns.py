@@ -166,6 +166,31 @@ class _Prepared:
     projections: list[dict[str, Any]]
 
 
+@dataclass
+class _Waiting:
+    """A permission request waiting for a client, in this process."""
+
+    request: dict[str, Any]
+    ruleset: Ruleset
+    settled: asyncio.Future[Resolution]
+
+
+# Requests waiting for an answer, per session: an `always` reply elsewhere in the
+# session resolves the ones its saved patterns now allow.
+_waiting: dict[str, dict[str, _Waiting]] = {}
+
+
+def _release_saved(session_id: str, saved: Sequence[SavedPermission]) -> None:
+    for waiting in list(_waiting.get(session_id, {}).values()):
+        if waiting.settled.done():
+            continue
+        request = waiting.request
+        resolution = resolve_projection(waiting.ruleset, saved, request["action"],
+                                        request["resources"], None)
+        if resolution.effect == "allow":
+            waiting.settled.set_result(resolution)
+
+
 class Turn:
     """One Turn of a session. Obtain it from `Session.begin_turn` or `Session.turn`."""
 
@@ -401,7 +426,9 @@ class Turn:
                     "request": request})
         answer = await self._ask(request)
         if isinstance(answer, Resolution):
-            self._emit({**resolved, "decision": "deny", "source": answer.source})
+            self._emit({**resolved, "decision": answer.effect, "source": answer.source})
+            if answer.effect == "allow":
+                return True
             if answer.source == "timeout":
                 wait = settings.approval_wait_ms or 0
                 raise self._limit(
@@ -419,18 +446,33 @@ class Turn:
             patterns = request.get("save") or []
             settings.store.save_permissions(settings.session_id,
                                             [(request["action"], p) for p in patterns])
+            _release_saved(settings.session_id, [
+                SavedPermission(action, pattern)
+                for action, pattern in settings.store.saved_permissions(settings.session_id)])
         return answer.reply != "reject"
 
     async def _ask(self, request: dict[str, Any]) -> PermissionAnswer | Resolution:
-        client = self._settings.client
-        if client is None:
+        """The client's answer, unless saved permissions settle it first."""
+        settings = self._settings
+        if settings.client is None:
             return Resolution("deny", "default")
-        wait = self._settings.approval_wait_ms
+        settled: asyncio.Future[Resolution] = asyncio.get_running_loop().create_future()
+        waiting = _waiting.setdefault(settings.session_id, {})
+        waiting[request["id"]] = _Waiting(request, settings.ruleset, settled)
+        asking = asyncio.ensure_future(settings.client.permission(request))
+        racing: set[asyncio.Future[Any]] = {asking, settled}
+        wait = settings.approval_wait_ms
         try:
-            answer = await asyncio.wait_for(client.permission(request),
-                                            None if wait is None else wait / 1000)
-        except TimeoutError:
+            done, _ = await asyncio.wait(racing, timeout=None if wait is None else wait / 1000,
+                                         return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiting.pop(request["id"], None)
+            asking.cancel()
+        if settled in done:
+            return settled.result()
+        if not done:
             return Resolution("deny", "timeout")
+        answer = asking.result()
         if answer is None or answer.reply not in ("once", "always", "reject"):
             return Resolution("deny", "default")
         return answer
