@@ -29,10 +29,16 @@ import pytest
 
 from tests.support.https_server import LoopbackServer
 from tests.worker_host.bundles import plugin_source
-from worker_host import GuestRuntime, Host, HostConfig, IsolateLimits, Session
-from worker_host._host import HostPlugin
-from worker_host._permissions import PermissionRule
-from worker_host._turns import PermissionAnswer
+from worker_host import (
+    GuestRuntime,
+    Host,
+    HostConfig,
+    HostPlugin,
+    IsolateLimits,
+    PermissionAnswer,
+    PermissionRule,
+    Session,
+)
 
 T = TypeVar("T")
 
@@ -118,7 +124,7 @@ def without(events: Iterable[dict[str, Any]], *keys: str) -> list[dict[str, Any]
 
 def is_uuid(value: Any) -> bool:
     try:
-        return str(uuid.UUID(str(value))) == value
+        return isinstance(value, str) and str(uuid.UUID(value)) == value
     except ValueError:
         return False
 
