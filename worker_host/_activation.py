@@ -19,7 +19,7 @@ from ._calls import HostOperations, NoCapabilities, drive
 from ._errors import WorkerHostError
 from ._isolate import GuestAnswer, Isolate
 from ._limits import IsolateLimits
-from ._manifest import Manifest, build_manifest, manifest_fingerprint
+from ._manifest import Manifest, RejectedTool, build_manifest, manifest_fingerprint
 from ._runtime import GuestRuntime
 
 log = logging.getLogger("worker_host.activation")
@@ -98,6 +98,7 @@ class PluginRunner:
         operations: HostOperations | None = None,
         *,
         check_id: bool = True,
+        clean_up_rejected: bool = False,
     ) -> Manifest:
         """Runs setup once and returns the validated manifest.
 
@@ -105,13 +106,24 @@ class PluginRunner:
         no plugin default export), `setup_failed` (`SetupFailed`),
         `invalid_contribution`, `plugin_id_mismatch` (unless `check_id` is
         False, for bundles whose id is not known yet), or an isolate fault.
+        With `clean_up_rejected`, a setup whose tool declaration is rejected
+        (`RejectedTool`) first has the cleanup it returned run, as a host
+        scope does when it skips the plugin.
         """
         deadline = self._deadline()
         isolate = await self._start(plugin)
+        operations = operations or NoCapabilities()
         try:
-            manifest = await self._setup(
-                isolate, plugin, operations or NoCapabilities(), deadline
-            )
+            registered = await self._run_setup(isolate, plugin, operations, deadline)
+            try:
+                manifest = build_manifest(registered)
+            except RejectedTool:
+                if clean_up_rejected and isinstance(registered, dict) and registered.get("cleanup"):
+                    cleanup = {"op": "invoke", "target": {"kind": "cleanup"}, "input": None,
+                               "context": {}}
+                    await self._drive(isolate, plugin, lambda: isolate.call(cleanup), operations,
+                                      deadline)
+                raise
         finally:
             await self._close(isolate)
         if check_id and manifest.plugin_id != plugin.plugin_id:
@@ -180,15 +192,6 @@ class PluginRunner:
             deadline=deadline,
             log_name=plugin.plugin_id,
         )
-
-    async def _setup(
-        self,
-        isolate: Isolate,
-        plugin: PluginCode,
-        operations: HostOperations,
-        deadline: float,
-    ) -> Manifest:
-        return build_manifest(await self._run_setup(isolate, plugin, operations, deadline))
 
     async def _run_setup(
         self,

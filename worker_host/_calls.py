@@ -105,6 +105,9 @@ class _Call:
         self.tasks: set[asyncio.Task[None]] = set()
         self.waiting: dict[int, _Callback] = {}
         self.next_callback = 1
+        # Questions wait for a person with no time limit (the contract's
+        # askQuestion); the call's wall-clock budget pauses meanwhile.
+        self.asking = 0
 
     def start(self, request: HostRequest) -> None:
         if request.kind == CALLBACK_DONE:
@@ -116,6 +119,9 @@ class _Call:
             await self.events.put(callback)
             await callback.done
 
+        asking = request.kind == "askQuestion"
+        self.asking += asking
+
         async def run() -> None:
             try:
                 value = await self.operations.perform(request, deliver)
@@ -126,6 +132,8 @@ class _Call:
                 plugin_log.exception("host operation %s failed", request.kind)
                 result = {"id": request.id, "ok": False,
                           "error": {"_tag": "PluginError", "message": "The host failed."}}
+            finally:
+                self.asking -= asking
             await self.events.put(result)
 
         task = asyncio.ensure_future(run())
@@ -147,10 +155,12 @@ class _Call:
     def busy(self) -> bool:
         return bool(self.tasks) or bool(self.waiting) or not self.events.empty()
 
-    async def next_resume(self, timeout: float) -> dict[str, Any] | None:
-        """Waits for the first event, takes every other ready one; None on timeout."""
+    async def next_resume(self, timeout: float | None) -> dict[str, Any] | None:
+        """Waits (with no limit when `timeout` is None) for the first event and
+        takes every other ready one; None on timeout."""
         try:
-            first = await asyncio.wait_for(self.events.get(), timeout) if timeout > 0 else None
+            first = (await asyncio.wait_for(self.events.get(), timeout)
+                     if timeout is None or timeout > 0 else None)
         except TimeoutError:
             first = None
         if first is None:
@@ -219,7 +229,11 @@ async def drive(
                     "stalled",
                     "The plugin's call never settled: it awaited something that never happens.",
                 )
-            resume = await call.next_resume(deadline - loop.time())
+            waited_from = loop.time()
+            person = call.asking > 0
+            resume = await call.next_resume(None if person else deadline - loop.time())
+            if person:
+                deadline += loop.time() - waited_from
             if resume is None:
                 raise WorkerHostError("timed_out", "The plugin's call ran past its time limit.")
             answer = await loop.run_in_executor(executor, isolate.call, resume)

@@ -305,8 +305,15 @@ class Host:
             return Revision(HOST_SCOPE, 0, "")
 
     def _host_scope(self) -> CallScope:
-        return CallScope.for_workspace(self.config.data_dir / "workspaces" / HOST_SCOPE,
-                                       self.config.capabilities)
+        """Host plugins' capabilities, over the host scope's own workspace."""
+        workspace = self.config.data_dir / "workspaces" / HOST_SCOPE
+        try:
+            workspace.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise WorkerHostError(
+                "store_failed", "The host scope's workspace could not be created."
+            ) from exc
+        return CallScope.for_workspace(workspace, self.config.capabilities)
 
     def session_ids(self) -> list[str]:
         """Every session's id, sorted."""
@@ -536,17 +543,20 @@ class Session:
         `client` answers permission requests and questions; without one a
         request that asks is denied and questions are dismissed. `agent`
         selects an Agent (else the catalog's default, else the fallback).
-        Raises `TurnFailed` when a hook throws, `unknown_agent`.
+        Raises `TurnFailed` when a hook throws or the Agent requires a tool
+        the catalog lacks (`agent_tool_missing`), `unknown_agent`, and
+        `agent_not_primary` for a `subagent`-only Agent.
         """
         turn = self._turn(str(uuid.uuid4()), model or DEFAULT_MODEL, client, agent, create=True)
         await turn.start([{"type": "text", "text": prompt}])
+        turn.check_agent_tools()
         return turn
 
     def turn(self, turn_id: str, *, client: Client | None = None,
              agent: str | None = None) -> Turn:
         """A Turn begun earlier (possibly by another process). Raises `turn_not_found`."""
         record = self._host._store.load_turn(self.id, turn_id)
-        return self._turn(record.id, record.model, client, agent, create=False)
+        return self._turn(record.id, record.model, client, agent or record.agent, create=False)
 
     def _turn(self, turn_id: str, model: dict[str, str], client: Client | None,
               agent_id: str | None, *, create: bool) -> Turn:
@@ -556,8 +566,12 @@ class Session:
         agent = catalog.agent(chosen) if chosen else None
         if agent_id and agent is None:
             raise WorkerHostError("unknown_agent", f"Session {self.id} has no agent {agent_id!r}.")
+        if create and agent is not None and not agent.primary_capable:
+            raise WorkerHostError("agent_not_primary",
+                                  f"Agent {agent.id} runs only as a subagent; it cannot take a "
+                                  "user Turn.")
         if create:
-            self._host._store.create_turn(turn_id, self.id, model)
+            self._host._store.create_turn(turn_id, self.id, model, agent.id if agent else None)
         settings = TurnSettings(
             runner=self._host._runner, store=self._host._store, session_id=self.id,
             workdir=self.workdir, catalog=catalog, ruleset=self.ruleset(agent),

@@ -23,7 +23,8 @@ class IsolateLimits:
       a hook), summed over every time the host resumes it. Past it the call
       fails with `cpu_time_exceeded`.
     - `wall_time_ms`: the whole call including time spent waiting on host
-      operations (timers, capabilities). Past it: `timed_out`.
+      operations (timers, capabilities), but not on a person answering an
+      `askQuestion` (which has no time limit). Past it: `timed_out`.
     - `memory_bytes`: the isolate's linear memory. An allocation past it fails
       the call with `memory_limit_exceeded`.
     - `js_stack_bytes`: deep recursion past it throws a catchable

@@ -69,7 +69,7 @@ async def activate_pins(
     for pin in pins:
         code = PluginCode(pin.plugin_id, load_bundle(pin), activation, pin.options)
         try:
-            manifest = await runner.activate(code, operations)
+            manifest = await runner.activate(code, operations, clean_up_rejected=scope == "host")
         except SetupFailed as failure:
             if scope != "host" or not failure.public_message:
                 raise

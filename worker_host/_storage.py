@@ -66,7 +66,8 @@ CREATE TABLE IF NOT EXISTS turns (
     id TEXT PRIMARY KEY,
     session_id TEXT NOT NULL,
     model TEXT NOT NULL,
-    outcome TEXT
+    outcome TEXT,
+    agent TEXT
 );
 CREATE TABLE IF NOT EXISTS turn_events (
     turn_id TEXT NOT NULL,
@@ -89,6 +90,7 @@ HOST_SCOPE = "@host"
 # made by an older version is brought up to date when it is opened.
 _ADDED_COLUMNS = {
     "pins": (("signature", "TEXT"), ("signer", "TEXT"), ("cleanup", "INTEGER NOT NULL DEFAULT 0")),
+    "turns": (("agent", "TEXT"),),
 }
 
 
@@ -130,6 +132,7 @@ class TurnRecord:
     session_id: str
     model: dict[str, Any]
     outcome: dict[str, Any] | None
+    agent: str | None = None
 
 
 class SqliteStore:
@@ -308,22 +311,23 @@ class SqliteStore:
 
 
     def create_turn(self, turn_id: str, session_id: str,
-                    model: dict[str, Any]) -> None:
+                    model: dict[str, Any], agent: str | None = None) -> None:
         with self._transaction() as db:
-            db.execute("INSERT INTO turns (id, session_id, model) VALUES (?, ?, ?)",
-                       (turn_id, session_id, json.dumps(model)))
+            db.execute("INSERT INTO turns (id, session_id, model, agent) VALUES (?, ?, ?, ?)",
+                       (turn_id, session_id, json.dumps(model), agent))
 
 
     def load_turn(self, session_id: str, turn_id: str) -> TurnRecord:
         """A session's Turn. Raises `turn_not_found`."""
         with self._transaction() as db:
-            row = db.execute("SELECT model, outcome FROM turns WHERE id = ? AND session_id = ?",
-                             (turn_id, session_id)).fetchone()
+            row = db.execute(
+                "SELECT model, outcome, agent FROM turns WHERE id = ? AND session_id = ?",
+                (turn_id, session_id)).fetchone()
         if row is None:
             raise WorkerHostError("turn_not_found",
                                   f"Session {session_id} has no turn {turn_id!r}.")
         return TurnRecord(turn_id, session_id, json.loads(row[0]),
-                          None if row[1] is None else json.loads(row[1]))
+                          None if row[1] is None else json.loads(row[1]), row[2])
 
 
     def append_event(self, turn_id: str, event: dict[str, Any],

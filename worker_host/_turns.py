@@ -297,6 +297,17 @@ class Turn:
             if each is not None and not await each(answer.value):
                 return
 
+    def check_agent_tools(self) -> None:
+        """Fails the Turn when its Agent requires a tool the catalog lacks."""
+        agent = self._settings.agent
+        if agent is None or agent.tools.mode != "include":
+            return
+        for name in agent.tools.names:
+            if self._settings.catalog.tool(name) is None:
+                raise self._fail("agent_tool_missing",
+                                 f"Agent {agent.id} requires the tool {name}, which this "
+                                 "session does not have.")
+
     # ---- tools ----------------------------------------------------------------
 
     def tools(self) -> list[tuple[ActivePlugin, ToolDescriptor]]:
@@ -329,6 +340,9 @@ class Turn:
             prepared = await self._prepare(call)
             if isinstance(prepared, ToolResult):
                 results[position] = prepared
+                if prepared.code != "unknown_tool":  # a requested call settles, failed
+                    self._emit({"type": "tool.completed", "toolId": call.name,
+                                "toolCallId": call.id, "ok": False})
             else:
                 approved.append((position, prepared))
         executed = await asyncio.gather(*(self._execute(prepared) for _, prepared in approved))

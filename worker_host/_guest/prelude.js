@@ -561,6 +561,21 @@
     return freeze(context);
   }
 
+  // A hook's answer as the host reads it: `input` present counts even when it is
+  // undefined (sent as null, so it fails validation as the contract says), and
+  // `approval: undefined` is no approval.
+  function hookResult(value) {
+    if (typeof value !== 'object' || value === null || isArray(value)) return value;
+    const result = {};
+    const keys = objectKeys(value);
+    for (let i = 0; i < keys.length; i++) {
+      const member = value[keys[i]];
+      if (keys[i] === 'input') field(result, 'input', member === undefined ? null : member);
+      else if (!(keys[i] === 'approval' && member === undefined)) field(result, keys[i], member);
+    }
+    return result;
+  }
+
   async function runInvoke(request) {
     const target = request.target;
     if (target.kind === 'tool.execute') {
@@ -580,7 +595,7 @@
       const hook = registry === null ? undefined : registry.hooks[target.index];
       if (hook === undefined) throw new PluginError({ message: 'No such hook.' });
       const value = await hook.handler(request.input);
-      return value === undefined ? null : plainJson(value, 'hook result');
+      return value === undefined ? null : plainJson(hookResult(value), 'hook result');
     }
     if (target.kind === 'cleanup') {
       if (typeof cleanup === 'function') await cleanup();
