@@ -29,8 +29,9 @@ from ._cli_turns import (
 )
 from ._config import CONFIG_VARIABLE, load_config, read_trusted_keys
 from ._errors import WorkerHostError
-from ._host import Host, HostConfig, PluginInfo
+from ._host import Host, HostConfig
 from ._revisions import ToolsDelta
+from ._session import PluginInfo
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2

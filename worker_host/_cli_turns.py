@@ -16,7 +16,8 @@ import sys
 from typing import Any
 
 from ._errors import WorkerHostError
-from ._host import Host, Session
+from ._host import Host
+from ._session import Session
 from ._turns import PermissionAnswer, Reply
 
 REPLIES = ("once", "always", "reject")

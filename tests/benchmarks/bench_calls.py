@@ -96,9 +96,9 @@ async def worker_host_samples(data_dir: Path, rounds: int) -> dict[str, list[flo
         PermissionRule,
         PluginCode,
         PluginRunner,
+        Session,
         shared_runtime,
     )
-    from worker_host._host import Session
 
     runner = PluginRunner(shared_runtime(data_dir / "cache"))
     code = PluginCode("example.shout", SHOUT.encode(), Activation("session", "r", 1, "s"))
