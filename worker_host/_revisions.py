@@ -21,7 +21,7 @@ from ._activation import Activation, PluginCode, PluginRunner, SetupFailed
 from ._calls import HostOperations
 from ._declarations import check_default_agent
 from ._errors import WorkerHostError
-from ._manifest import Manifest, RejectedTool, load_manifest
+from ._manifest import RejectedTool, load_manifest
 from ._storage import Pin, Revision
 from ._turns import ActivePlugin, Catalog
 
@@ -130,16 +130,22 @@ def catalog(host: Sequence[Pin], host_activation: Activation, session: Sequence[
     the host revision's.
     """
     plugins: list[ActivePlugin] = []
-    for scope, pins, activation in (("host", host, host_activation),
-                                    ("session", session, session_activation)):
+    scopes: tuple[tuple[Scope, Sequence[Pin], Activation], ...] = (
+        ("host", host, host_activation), ("session", session, session_activation))
+    for scope, pins, activation in scopes:
         for pin in pins:
-            code = PluginCode(pin.plugin_id, load_bundle(pin), activation, pin.options)
-            plugins.append(ActivePlugin(scope, pin, load_manifest(pin.manifest), code))  # type: ignore[arg-type]
+            plugins.append(ActivePlugin(scope, pin, load_manifest(pin.manifest),
+                                        _code_loader(pin, activation, load_bundle)))
     session_default = next((p.manifest.default_agent for p in plugins
                             if p.scope == "session" and p.manifest.default_agent), None)
     host_default = next((p.manifest.default_agent for p in plugins
                          if p.scope == "host" and p.manifest.default_agent), None)
     return Catalog(tuple(plugins), session_default or configured_default or host_default)
+
+
+def _code_loader(pin: Pin, activation: Activation,
+                 load_bundle: Callable[[Pin], bytes]) -> Callable[[], PluginCode]:
+    return lambda: PluginCode(pin.plugin_id, load_bundle(pin), activation, pin.options)
 
 
 def tools_delta(before: Sequence[Pin], after: Sequence[Pin]) -> ToolsDelta:
@@ -179,5 +185,3 @@ async def retire(
             log.warning("cleanup of %s failed: %s", pin.plugin_id, error.code)
 
 
-def manifest_of(pin: Pin) -> Manifest:
-    return load_manifest(pin.manifest)

@@ -49,14 +49,27 @@ MAX_SAFE_INTEGER = 2**53 - 1
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
-@dataclass(frozen=True)
 class ActivePlugin:
-    """A pinned plugin of the effective catalog, ready to run in its scope."""
+    """A pinned plugin of the effective catalog, ready to run in its scope.
 
-    scope: Literal["host", "session"]
-    pin: Pin
-    manifest: Manifest
-    code: PluginCode
+    Its bundle is read from the store (and re-verified) only when the plugin
+    first runs, so listing a catalog or calling one tool touches no other
+    plugin's bytes.
+    """
+
+    def __init__(self, scope: Literal["host", "session"], pin: Pin, manifest: Manifest,
+                 load_code: Callable[[], PluginCode]) -> None:
+        self.scope = scope
+        self.pin = pin
+        self.manifest = manifest
+        self._load_code = load_code
+        self._code: PluginCode | None = None
+
+    @property
+    def code(self) -> PluginCode:
+        if self._code is None:
+            self._code = self._load_code()
+        return self._code
 
 
 @dataclass(frozen=True)
