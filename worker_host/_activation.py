@@ -191,6 +191,7 @@ class PluginRunner:
             executor=self._executor,
             deadline=deadline,
             log_name=plugin.plugin_id,
+            limits=self._limits,
         )
 
     async def _run_setup(

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from ._errors import IsolateFault, WorkerHostError
 from ._isolate import GuestAnswer, HostRequest, Isolate
+from ._limits import IsolateLimits
 
 plugin_log = logging.getLogger("worker_host.plugin")
 
@@ -99,8 +100,10 @@ class _Callback:
 class _Call:
     """The host side of one guest operation: requests in flight and callbacks."""
 
-    def __init__(self, operations: HostOperations) -> None:
+    def __init__(self, operations: HostOperations, limits: IsolateLimits) -> None:
         self.operations = operations
+        self.slots = asyncio.Semaphore(limits.max_concurrent_operations)
+        self.budget = limits.max_operations
         self.events: asyncio.Queue[dict[str, Any] | _Callback] = asyncio.Queue()
         self.tasks: set[asyncio.Task[None]] = set()
         self.waiting: dict[int, _Callback] = {}
@@ -121,10 +124,16 @@ class _Call:
 
         asking = request.kind == "askQuestion"
         self.asking += asking
+        self.budget -= 1
+        over_budget = self.budget < 0
 
         async def run() -> None:
             try:
-                value = await self.operations.perform(request, deliver)
+                if over_budget:
+                    raise GuestFailure({"_tag": "PluginError",
+                                        "message": "Too many host operations in one call."})
+                async with self.slots:
+                    value = await self.operations.perform(request, deliver)
                 result = {"id": request.id, "ok": True, "value": value}
             except GuestFailure as failure:
                 result = {"id": request.id, "ok": False, "error": failure.failure}
@@ -203,17 +212,18 @@ async def drive(
     executor: Executor | None,
     deadline: float,
     log_name: str,
+    limits: IsolateLimits,
 ) -> GuestAnswer:
     """Runs `first_step` and every resumption until the operation settles.
 
     `deadline` is the event loop's time at which the whole call's wall-clock
-    budget ends. Returns the settled answer (`done` or `failed`). Raises
+    budget ends; `limits` bounds the host operations the call may make. Returns the settled answer (`done` or `failed`). Raises
     `IsolateFault` (`stalled`, or any fault of the isolate) and
     `WorkerHostError` with `timed_out` when the budget runs out while the
     guest waits.
     """
     loop = asyncio.get_running_loop()
-    call = _Call(operations)
+    call = _Call(operations, limits)
     try:
         # Guest steps are not cut short here: the CPU deadline bounds each one,
         # and abandoning a thread inside the guest would race the isolate.

@@ -30,6 +30,10 @@ class IsolateLimits:
     - `js_stack_bytes`: deep recursion past it throws a catchable
       `RangeError` inside the guest (at most 768 KiB).
     - `max_output_bytes`: the largest JSON answer the host reads back.
+    - `max_concurrent_operations`: host operations (capability calls, timers)
+      one call may have in flight; more wait their turn.
+    - `max_operations`: host operations one call may make in all; past it
+      each further one rejects with a `PluginError` in the guest.
     """
 
     cpu_time_ms: int = 5_000
@@ -37,6 +41,8 @@ class IsolateLimits:
     memory_bytes: int = 128 * MiB
     js_stack_bytes: int = 512 * 1024
     max_output_bytes: int = 8 * MiB
+    max_concurrent_operations: int = 16
+    max_operations: int = 10_000
 
     def __post_init__(self) -> None:
         _require(self.cpu_time_ms >= 1, "cpu_time_ms must be at least 1")
@@ -48,6 +54,8 @@ class IsolateLimits:
             "js_stack_bytes must be between 64 KiB and 768 KiB",
         )
         _require(self.max_output_bytes >= 1024, "max_output_bytes must be at least 1 KiB")
+        _require(self.max_concurrent_operations >= 1, "max_concurrent_operations must be >= 1")
+        _require(self.max_operations >= 1, "max_operations must be at least 1")
 
 
 def _require(condition: bool, message: str) -> None:
