@@ -51,6 +51,8 @@ _LIMITS = {
     "memoryBytes": "memory_bytes",
     "jsStackBytes": "js_stack_bytes",
     "maxOutputBytes": "max_output_bytes",
+    "maxConcurrentOperations": "max_concurrent_operations",
+    "maxOperations": "max_operations",
 }
 _FETCH = {"maxBytes": "max_bytes", "timeoutSeconds": "timeout_seconds"}
 
