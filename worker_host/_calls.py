@@ -217,8 +217,9 @@ async def drive(
     """Runs `first_step` and every resumption until the operation settles.
 
     `deadline` is the event loop's time at which the whole call's wall-clock
-    budget ends; `limits` bounds the host operations the call may make. Returns the settled answer (`done` or `failed`). Raises
-    `IsolateFault` (`stalled`, or any fault of the isolate) and
+    budget ends; `limits` bounds the host operations the call may make.
+    Returns the settled answer (`done` or `failed`). Raises `IsolateFault`
+    (`stalled`, or any fault of the isolate) and
     `WorkerHostError` with `timed_out` when the budget runs out while the
     guest waits.
     """

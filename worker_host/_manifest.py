@@ -77,6 +77,13 @@ def build_manifest(raw: Any) -> Manifest:
     """
     if not isinstance(raw, dict):
         raise _invalid("setup produced no registrations")
+    try:
+        return _build(raw)
+    except RecursionError as exc:
+        raise _invalid("its registrations are nested too deeply") from exc
+
+
+def _build(raw: dict[str, Any]) -> Manifest:
     plugin_id = raw.get("pluginId")
     if not isinstance(plugin_id, str) or not valid_plugin_id(plugin_id):
         raise _invalid(
@@ -118,7 +125,7 @@ def manifest_fingerprint(raw: Any) -> str | None:
     """
     try:
         return hashlib.sha256(_canonical(raw).encode("utf-8", "surrogatepass")).hexdigest()
-    except (AttributeError, KeyError, TypeError, ValueError, IndexError):
+    except (AttributeError, KeyError, TypeError, ValueError, IndexError, RecursionError):
         return None
 
 

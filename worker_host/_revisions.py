@@ -183,5 +183,7 @@ async def retire(
                 log.warning("cleanup of %s failed: %s", pin.plugin_id, answer.error)
         except WorkerHostError as error:
             log.warning("cleanup of %s failed: %s", pin.plugin_id, error.code)
+        except Exception:  # a cleanup must never stop the others, whatever it does
+            log.exception("cleanup of %s failed", pin.plugin_id)
 
 

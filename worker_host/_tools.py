@@ -17,7 +17,7 @@ from ._calls import HostOperations
 from ._errors import IsolateFault, WorkerHostError
 from ._isolate import STACK_OVERFLOW, GuestAnswer
 from ._manifest import ToolDescriptor
-from ._schema import input_is_valid
+from ._schema import json_identity, validate_input
 
 log = logging.getLogger("worker_host.tools")
 
@@ -96,7 +96,7 @@ async def call_tool(
     something other than a non-empty list of valid projections (that fails
     the Turn, not only the call).
     """
-    if not input_is_valid(tool.input_schema, tool_input):
+    if not await validate_input(tool.input_schema, tool_input):
         return _failure("invalid_input", INPUT_INVALID)
     projections = await project_permissions(
         runner, plugin, fingerprint, tool, tool_input, context, operations
@@ -225,22 +225,11 @@ def validate_projections(value: Any) -> list[dict[str, Any]]:
         if "metadata" in projection and not isinstance(projection["metadata"], dict):
             raise _invalid_projection("metadata must be an object")
         # Exact duplicates by JSON identity: Python's == would merge true and 1.
-        identity = json.dumps(_as_json_number_identity(projection), sort_keys=True)
+        identity = json.dumps(json_identity(projection), sort_keys=True)
         if identity not in seen:
             seen.add(identity)
             unique.append(projection)
     return unique
-
-
-def _as_json_number_identity(value: Any) -> Any:
-    """`value` with integral floats as ints: in JSON, 1 and 1.0 are one number."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {key: _as_json_number_identity(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_as_json_number_identity(item) for item in value]
-    return value
 
 
 def _string_list(value: Any) -> bool:

@@ -29,7 +29,7 @@ from ._errors import IsolateFault, WorkerHostError
 from ._isolate import HostRequest
 from ._manifest import Manifest, ToolDescriptor
 from ._permissions import Resolution, Ruleset, SavedPermission, resolve_projection
-from ._schema import input_is_valid
+from ._schema import validate_input
 from ._storage import Pin, SqliteStore
 from ._tools import (
     INPUT_INVALID,
@@ -377,7 +377,7 @@ class Turn:
             return ToolResult(code="unknown_tool", message=f"There is no tool named {call.name}.")
         plugin, tool = found
         self._emit({"type": "tool.requested", "toolId": tool.id, "toolCallId": call.id})
-        if not input_is_valid(tool.input_schema, call.input):
+        if not await validate_input(tool.input_schema, call.input):
             return ToolResult(code="invalid_input", message=INPUT_INVALID)
         state = _BeforeHooks(call.input)
 
@@ -396,7 +396,7 @@ class Turn:
                 state.decisions.append(result["approval"])
             if "input" in result:
                 state.input = result["input"]
-                if not input_is_valid(tool.input_schema, state.input):
+                if not await validate_input(tool.input_schema, state.input):
                     state.invalid = True
                     return False
             return True

@@ -222,10 +222,6 @@ ACCEPTED_SCHEMAS: dict[str, dict[str, Any]] = {
         "$defs": {"name": {"type": "string"}},
         "properties": {"a": {"$ref": "#/$defs/name"}},
     },
-    "recursive local $ref to the root": {
-        "type": "object",
-        "additionalProperties": {"$ref": "#"},
-    },
 }
 
 
@@ -627,3 +623,31 @@ def test_deep_schema_from_an_isolate_never_escapes_as_a_foreign_error(
         assert error.message.startswith(INVALID + "tool t: ")
     else:
         assert manifest.tools[0].id == "t"
+
+
+def test_a_recursive_ref_is_refused_because_validating_it_can_explode() -> None:
+    # Recursion with fan-out costs 2^depth of the model's input; the host
+    # refuses recursive $refs at setup rather than risk it.
+    schema = {"type": "object", "additionalProperties": {"$ref": "#"}}
+    assert rejection(raw(tool(schema=schema))) == (
+        INVALID + "tool t: inputSchema has a $ref that refers back to itself."
+    )
+
+
+def test_a_ref_graph_that_fans_out_is_refused() -> None:
+    defs: dict[str, Any] = {
+        f"d{i}": {"allOf": [{"$ref": f"#/$defs/d{i + 1}"}, {"$ref": f"#/$defs/d{i + 1}"}]}
+        for i in range(30)
+    }
+    defs["d30"] = {"type": "integer"}
+    schema = {"type": "object", "properties": {"x": {"$ref": "#/$defs/d0"}}, "$defs": defs}
+    assert rejection(raw(tool(schema=schema))) == (
+        INVALID + "tool t: inputSchema is too complex once its $refs are followed."
+    )
+
+
+def test_a_schema_over_64_kib_is_refused() -> None:
+    schema = {"type": "object", "description": "x" * (64 * 1024)}
+    assert rejection(raw(tool(schema=schema))) == (
+        INVALID + "tool t: inputSchema is larger than 64 KiB."
+    )

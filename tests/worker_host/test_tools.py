@@ -110,17 +110,24 @@ def test_invalid_input_never_reaches_the_plugin(
     assert result == failed(INVALID_INPUT)
 
 
-def test_input_with_a_recursive_schema_too_deep_to_validate(plugin_runner: PluginRunner) -> None:
+def test_input_too_deep_to_validate(plugin_runner: PluginRunner) -> None:
     # The model controls the input. Whatever the host decides about an input too
     # deep for jsonschema, it answers with a ToolResult, never a RecursionError.
     source = tool_source(
-        "return 'ran';", schema="{ type: 'object', additionalProperties: { $ref: '#' } }"
+        "return 'ran';",
+        schema="{ type: 'object', additionalProperties: { type: 'object', "
+        "additionalProperties: { type: 'object' } } }",
     )
     deep: dict[str, Any] = {}
-    for _ in range(400):
+    for _ in range(5000):
         deep = {"a": deep}
     result = call(plugin_runner, source, deep)
     assert result in (failed(INVALID_INPUT), ToolResult(value="ran"))
+
+
+def test_input_over_one_mib_is_invalid(plugin_runner: PluginRunner) -> None:
+    source = tool_source("return 'ran';")
+    assert call(plugin_runner, source, {"text": "x" * (1024 * 1024)}) == failed(INVALID_INPUT)
 
 
 # ---- failures ---------------------------------------------------------------

@@ -454,13 +454,14 @@
           const tool = {
             id,
             description,
-            inputSchema: plainJson(inputSchema, `tool ${id} inputSchema`),
+            inputSchema,
             permissions: typeof permissions === 'function',
           };
           if (declaration.directOnly !== undefined) tool.directOnly = declaration.directOnly;
           if (declaration.discoversWorkspaceInstructions !== undefined)
             tool.discoversWorkspaceInstructions = declaration.discoversWorkspaceInstructions;
-          reg.tools[reg.tools.length] = tool;
+          // Every member the host reads is a bounded plain copy.
+          append(reg.tools, plainJson(tool, `tool ${slice(id, 64)}`));
           reg.toolFunctions[reg.toolFunctions.length] = { id, execute, permissions };
         },
       }),
