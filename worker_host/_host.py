@@ -34,7 +34,7 @@ from ._errors import WorkerHostError
 from ._limits import IsolateLimits
 from ._manifest import valid_plugin_id
 from ._permissions import PermissionRule
-from ._revisions import PluginFailure, activate_pins, check_catalog, retire
+from ._revisions import PluginFailure, activate_pins, check_catalog, retire, roll_back
 from ._runtime import shared_runtime
 from ._session import (
     Session,
@@ -231,8 +231,13 @@ class Host:
         activation = Activation("host", revision_id, current.version + 1)
         activated, failures = await activate_pins(self._runner, "host", activation, pins,
                                                   self._pinned_bundle, self._host_scope())
-        check_catalog(activated, [], self.config.default_agent)
-        self._store.commit_revision(HOST_SCOPE, current.version, revision_id, activated)
+        try:
+            check_catalog(activated, [], self.config.default_agent)
+            self._store.commit_revision(HOST_SCOPE, current.version, revision_id, activated)
+        except WorkerHostError:
+            await roll_back(self._runner, activated, activation, self._pinned_bundle,
+                            self._host_scope())
+            raise
         self._store.set_host_state(wanted, [f.__dict__ for f in failures])
         await retire(self._runner, current, host_activation(current), self._pinned_bundle,
                      self._host_scope())

@@ -66,23 +66,40 @@ async def activate_pins(
     """
     activated: list[Pin] = []
     failures: list[PluginFailure] = []
-    for pin in pins:
-        code = PluginCode(pin.plugin_id, load_bundle(pin), activation, pin.options)
-        try:
-            manifest = await runner.activate(code, operations, clean_up_rejected=scope == "host")
-        except SetupFailed as failure:
-            if scope != "host" or not failure.public_message:
-                raise
-            failures.append(PluginFailure(pin.plugin_id, failure.public_message))
-            continue
-        except RejectedTool as rejected:
-            if scope != "host":
-                raise
-            failures.append(PluginFailure(pin.plugin_id, rejected.message[:512]))
-            continue
-        activated.append(replace(pin, fingerprint=manifest.fingerprint,
-                                 manifest=manifest.canonical, cleanup=manifest.has_cleanup))
+    try:
+        for pin in pins:
+            code = PluginCode(pin.plugin_id, load_bundle(pin), activation, pin.options)
+            try:
+                manifest = await runner.activate(code, operations,
+                                                 clean_up_rejected=scope == "host")
+            except SetupFailed as failure:
+                if scope != "host" or not failure.public_message:
+                    raise
+                failures.append(PluginFailure(pin.plugin_id, failure.public_message))
+                continue
+            except RejectedTool as rejected:
+                if scope != "host":
+                    raise
+                failures.append(PluginFailure(pin.plugin_id, rejected.message[:512]))
+                continue
+            activated.append(replace(pin, fingerprint=manifest.fingerprint,
+                                     manifest=manifest.canonical, cleanup=manifest.has_cleanup))
+    except BaseException:
+        await roll_back(runner, activated, activation, load_bundle, operations)
+        raise
     return activated, failures
+
+
+async def roll_back(
+    runner: PluginRunner,
+    activated: Sequence[Pin],
+    activation: Activation,
+    load_bundle: Callable[[Pin], bytes],
+    operations: HostOperations,
+) -> None:
+    """Runs the cleanups of a revision that was activated but not committed."""
+    revision = Revision("", activation.revision_version, activation.revision_id, tuple(activated))
+    await retire(runner, revision, activation, load_bundle, operations)
 
 
 def check_catalog(host: Sequence[Pin], session: Sequence[Pin],

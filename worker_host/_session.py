@@ -22,7 +22,15 @@ from ._declarations import Agent, Skill, fallback_default, load_skill_body
 from ._errors import WorkerHostError
 from ._manifest import Manifest, load_manifest, valid_plugin_id
 from ._permissions import PermissionRule, Ruleset
-from ._revisions import ToolsDelta, activate_pins, catalog, check_catalog, retire, tools_delta
+from ._revisions import (
+    ToolsDelta,
+    activate_pins,
+    catalog,
+    check_catalog,
+    retire,
+    roll_back,
+    tools_delta,
+)
 from ._storage import Pin, Revision
 from ._tools import ToolResult
 from ._turns import Catalog, Client, ToolCall, Turn, TurnSettings
@@ -200,8 +208,14 @@ class Session:
         activation = Activation("session", revision_id, current.version + 1, self.id)
         activated, _ = await activate_pins(host._runner, "session", activation, pins,
                                            host._pinned_bundle, self._scope())
-        check_catalog(host._host_revision().pins, activated, host.config.default_agent)
-        revision = host._store.commit_revision(self.id, current.version, revision_id, activated)
+        try:
+            check_catalog(host._host_revision().pins, activated, host.config.default_agent)
+            revision = host._store.commit_revision(self.id, current.version, revision_id,
+                                                   activated)
+        except WorkerHostError:
+            await roll_back(host._runner, activated, activation, host._pinned_bundle,
+                            self._scope())
+            raise
         await retire(host._runner, current, self._activation(current), host._pinned_bundle,
                      self._scope())
         return revision, tools_delta(current.pins, revision.pins)

@@ -332,8 +332,16 @@ class SqliteStore:
 
     def append_event(self, turn_id: str, event: dict[str, Any],
                      outcome: dict[str, Any] | None = None) -> int:
-        """Appends an event (and, for the last one, the outcome); returns its number."""
+        """Appends an event (and, for the last one, the outcome); returns its number.
+
+        Raises `turn_ended` once the Turn has an outcome: nothing follows
+        `turn.terminal`, and a Turn ends once.
+        """
         with self._transaction() as db:
+            ended = db.execute("SELECT outcome IS NOT NULL FROM turns WHERE id = ?",
+                               (turn_id,)).fetchone()
+            if ended is not None and ended[0]:
+                raise WorkerHostError("turn_ended", f"Turn {turn_id} has already ended.")
             (last,) = db.execute("SELECT COALESCE(MAX(seq), 0) FROM turn_events WHERE turn_id = ?",
                                  (turn_id,)).fetchone()
             db.execute("INSERT INTO turn_events VALUES (?, ?, ?)",

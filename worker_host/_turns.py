@@ -32,6 +32,7 @@ from ._permissions import Resolution, Ruleset, SavedPermission, resolve_projecti
 from ._schema import validate_input
 from ._storage import Pin, SqliteStore
 from ._tools import (
+    EXECUTION_FAILED,
     INPUT_INVALID,
     MAX_TOOL_PUBLIC_MESSAGE,
     CallContext,
@@ -359,6 +360,8 @@ class Turn:
             else:
                 approved.append((position, prepared))
         executed = await asyncio.gather(*(self._execute(prepared) for _, prepared in approved))
+        # Ended or cancelled while the calls ran: their results are discarded.
+        self._check_open()
         for (position, prepared), result in zip(approved, executed, strict=True):
             results[position] = result
             self._emit({"type": "tool.completed", "toolId": prepared.tool.id,
@@ -505,12 +508,19 @@ class Turn:
         return answer
 
     async def _execute(self, prepared: _Prepared) -> ToolResult:
+        """One approved call; whatever goes wrong fails only that call."""
         settings = self._settings
         scope = _ToolCallScope(settings.scope(), self, prepared.tool.id, prepared.call.id)
-        return await execute_tool(settings.runner, prepared.plugin.code,
-                                  prepared.plugin.pin.fingerprint, prepared.tool,
-                                  prepared.tool_input, self._context(prepared.call),
-                                  prepared.projections, scope)
+        try:
+            return await execute_tool(settings.runner, prepared.plugin.code,
+                                      prepared.plugin.pin.fingerprint, prepared.tool,
+                                      prepared.tool_input, self._context(prepared.call),
+                                      prepared.projections, scope)
+        except WorkerHostError as error:
+            return ToolResult(code=error.code, message=error.message)
+        except Exception:
+            log.exception("tool %s failed in the host", prepared.tool.id)
+            return ToolResult(code="runtime_failed", message=EXECUTION_FAILED)
 
     # ---- a running tool's activity and questions ----------------------------------
 

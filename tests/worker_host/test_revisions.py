@@ -222,13 +222,16 @@ def test_cleanups_run_once_each_last_plugin_first_when_a_revision_is_retired(env
 
 
 def test_a_rejected_revision_runs_no_cleanup_of_the_active_one(env: Env) -> None:
+    # Revision 2 activated p.a before p.bad failed: that activation is rolled
+    # back (its cleanup runs); the active revision 1 is untouched.
     async def scenario() -> None:
         async with Host(env.config()) as host:
             session = await env.session(host, ("p.a", plugin("p.a", tool("a"), cleanup("p.a"))))
             with pytest.raises(WorkerHostError):
                 await session.add_plugin(env.url("bad", plugin("p.bad", "throw new Error('x');")),
                                          "p.bad")
-            assert read_log(session, CLEANUP_LOG) == []
+            assert read_log(session, CLEANUP_LOG) == ["p.a session 2"]
+            assert session.revision().version == 1
 
     run(scenario)
 
