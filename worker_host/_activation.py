@@ -19,7 +19,7 @@ from ._calls import HostOperations, NoCapabilities, drive
 from ._errors import WorkerHostError
 from ._isolate import GuestAnswer, Isolate
 from ._limits import IsolateLimits
-from ._manifest import Manifest, RejectedTool, build_manifest, manifest_fingerprint
+from ._manifest import Manifest, RejectedTool, build_manifest, manifest_fingerprint, quoted
 from ._runtime import GuestRuntime
 
 log = logging.getLogger("worker_host.activation")
@@ -129,7 +129,8 @@ class PluginRunner:
         if check_id and manifest.plugin_id != plugin.plugin_id:
             raise WorkerHostError(
                 "plugin_id_mismatch",
-                f"The bundle's plugin id is {manifest.plugin_id!r}, not {plugin.plugin_id!r}.",
+                f"The bundle's plugin id is {quoted(manifest.plugin_id)}, "
+                f"not {plugin.plugin_id!r}.",
             )
         return manifest
 

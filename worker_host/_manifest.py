@@ -94,12 +94,12 @@ def _build(raw: dict[str, Any]) -> Manifest:
     seen: set[str] = set()
     for tool in tools:
         if tool.id in seen:
-            raise _rejected_tool(f"the tool id {tool.id!r} is registered twice")
+            raise _rejected_tool(f"the tool id {quoted(tool.id)} is registered twice")
         seen.add(tool.id)
     hooks = tuple(_list(raw, "hooks"))
     for name in hooks:
         if name not in HOOK_NAMES:
-            raise _invalid(f"{name!r} is not a hook name")
+            raise _invalid(f"{quoted(name)} is not a hook name")
     defaults = _list(raw, "defaultAgents")
     if len(defaults) > 1:
         raise _invalid("agents.setDefault was called more than once")
@@ -152,6 +152,18 @@ def _canonical(raw: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+def quoted(text: Any, limit: int = 64) -> str:
+    """Plugin-chosen text for a message, in quotes: escaped and cut to `limit`."""
+    value = str(text)
+    return repr(value if len(value) <= limit else value[:limit] + "…")
+
+
+def shown(text: Any, limit: int = 64) -> str:
+    """Plugin-chosen text for a message: as is when short and printable, else `quoted`."""
+    value = str(text)
+    return value if len(value) <= limit and value.isprintable() else quoted(value, limit)
+
+
 class RejectedTool(WorkerHostError):
     """A tool declaration the host rejects: in a host revision it skips the
     plugin instead of failing activation."""
@@ -179,16 +191,16 @@ def _tool(entry: Any) -> ToolDescriptor:
     if not isinstance(tool_id, str) or not tool_id:
         raise _rejected_tool("a tool id must be a non-empty string")
     if tool_id in RESERVED_TOOL_IDS:
-        raise _rejected_tool(f"the tool id {tool_id!r} is reserved")
+        raise _rejected_tool(f"the tool id {quoted(tool_id)} is reserved")
     description = entry.get("description")
     if not isinstance(description, str) or not description.strip():
-        raise _rejected_tool(f"tool {tool_id}: the description must be a non-empty string")
+        raise _rejected_tool(f"tool {shown(tool_id)}: the description must be a non-empty string")
     problem = schema_problem(entry.get("inputSchema"))
     if problem is not None:
-        raise _rejected_tool(f"tool {tool_id}: {problem}")
+        raise _rejected_tool(f"tool {shown(tool_id)}: {problem}")
     for flag in ("directOnly", "discoversWorkspaceInstructions"):
         if flag in entry and entry[flag] is not True:
-            raise _rejected_tool(f"tool {tool_id}: {flag} must be true when present")
+            raise _rejected_tool(f"tool {shown(tool_id)}: {flag} must be true when present")
     return ToolDescriptor(
         id=tool_id,
         description=description,

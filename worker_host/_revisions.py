@@ -21,7 +21,7 @@ from ._activation import Activation, PluginCode, PluginRunner, SetupFailed
 from ._calls import HostOperations
 from ._declarations import check_default_agent
 from ._errors import WorkerHostError
-from ._manifest import RejectedTool, load_manifest
+from ._manifest import RejectedTool, load_manifest, quoted
 from ._storage import Pin, Revision
 from ._turns import ActivePlugin, Catalog
 
@@ -116,8 +116,8 @@ def check_catalog(host: Sequence[Pin], session: Sequence[Pin],
     for pin in [*host, *session]:
         for tool in load_manifest(pin.manifest).tools:
             if tool.id in tools:
-                raise _invalid(f"tool {tool.id!r} of {pin.plugin_id} is already declared by "
-                               f"{tools[tool.id]}")
+                raise _invalid(f"tool {quoted(tool.id)} of {pin.plugin_id} is already declared "
+                               f"by {tools[tool.id]}")
             tools[tool.id] = pin.plugin_id
     for kind in ("skills", "agents"):
         seen: dict[str, str] = {}

@@ -26,6 +26,11 @@ INPUT_INVALID = "Tool input validation failed."
 EXECUTION_FAILED = "Tool execution failed."
 QUESTION_DISMISSED = "The user dismissed this question."
 OUTPUT_INVALID = "Tool returned a value that is not plain JSON."
+# Bounds on a projection: pattern matching costs the product of a pattern's
+# and a value's lengths, and a plugin chooses both (resources and save).
+MAX_ACTION_LENGTH = 256
+MAX_RESOURCE_LENGTH = 4096
+MAX_PROJECTION_ITEMS = 64
 
 
 @dataclass(frozen=True)
@@ -200,9 +205,11 @@ def _plugin_failure(plugin_id: str, failure: dict[str, Any]) -> ToolResult:
 def validate_projections(value: Any) -> list[dict[str, Any]]:
     """Checks a `permissions` answer and removes exact duplicates.
 
-    Each projection needs a non-empty string `action`, a non-empty list of
-    string `resources`, an optional list of string `save` and an optional
-    object `metadata`, and nothing else. Raises `invalid_permissions`.
+    Each projection needs a non-empty string `action` (at most 256
+    characters), a non-empty list of string `resources`, an optional list of
+    string `save` (at most 64 of at most 4,096 characters each) and an
+    optional object `metadata`, and nothing else. Raises
+    `invalid_permissions`.
     """
     if not isinstance(value, list) or not value:
         raise _invalid_projection("a non-empty list of projections is required")
@@ -211,17 +218,21 @@ def validate_projections(value: Any) -> list[dict[str, Any]]:
     for projection in value:
         if not isinstance(projection, dict):
             raise _invalid_projection("each projection must be an object")
-        unknown = set(projection) - {"action", "resources", "save", "metadata"}
-        if unknown:
-            raise _invalid_projection(f"unknown member {sorted(unknown)[0]!r}")
+        if set(projection) - {"action", "resources", "save", "metadata"}:
+            raise _invalid_projection("a projection has an unknown member")
         action = projection.get("action")
-        if not isinstance(action, str) or not action:
-            raise _invalid_projection("action must be a non-empty string")
+        if not isinstance(action, str) or not 0 < len(action) <= MAX_ACTION_LENGTH:
+            raise _invalid_projection(
+                f"action must be a string of 1 to {MAX_ACTION_LENGTH} characters")
         resources = projection.get("resources")
-        if not _string_list(resources) or not resources:
-            raise _invalid_projection("resources must be a non-empty list of strings")
-        if "save" in projection and not _string_list(projection["save"]):
-            raise _invalid_projection("save must be a list of strings")
+        if not _string_list(resources, MAX_RESOURCE_LENGTH) or not resources:
+            raise _invalid_projection(
+                f"resources must be 1 to {MAX_PROJECTION_ITEMS} strings of at most "
+                f"{MAX_RESOURCE_LENGTH} characters")
+        if "save" in projection and not _string_list(projection["save"], MAX_RESOURCE_LENGTH):
+            raise _invalid_projection(
+                f"save must be at most {MAX_PROJECTION_ITEMS} strings of at most "
+                f"{MAX_RESOURCE_LENGTH} characters")
         if "metadata" in projection and not isinstance(projection["metadata"], dict):
             raise _invalid_projection("metadata must be an object")
         # Exact duplicates by JSON identity: Python's == would merge true and 1.
@@ -232,8 +243,9 @@ def validate_projections(value: Any) -> list[dict[str, Any]]:
     return unique
 
 
-def _string_list(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+def _string_list(value: Any, max_length: int) -> bool:
+    return isinstance(value, list) and len(value) <= MAX_PROJECTION_ITEMS and all(
+        isinstance(item, str) and len(item) <= max_length for item in value)
 
 
 def _invalid_projection(reason: str) -> WorkerHostError:

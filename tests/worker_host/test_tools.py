@@ -28,6 +28,11 @@ SHOUT_SCHEMA = (
 )
 DEFAULT_PROJECTION = [{"action": "t", "resources": ["*"], "save": ["*"]}]
 
+BAD_RESOURCES = "resources must be 1 to 64 strings of at most 4096 characters"
+BAD_ACTION = "action must be a string of 1 to 256 characters"
+BAD_SAVE = "save must be at most 64 strings of at most 4096 characters"
+UNKNOWN_MEMBER = "a projection has an unknown member"
+
 
 def permissions_error(runner: PluginRunner, source: bytes) -> tuple[str, str]:
     with pytest.raises(WorkerHostError) as caught:
@@ -310,32 +315,32 @@ INVALID_PROJECTIONS = {
     "not an object": ("return ['t'];", "each projection must be an object"),
     "missing resources": (
         "return [{ action: 't' }];",
-        "resources must be a non-empty list of strings",
+        BAD_RESOURCES,
     ),
     "empty resources": (
         "return [{ action: 't', resources: [] }];",
-        "resources must be a non-empty list of strings",
+        BAD_RESOURCES,
     ),
     "non-string resource": (
         "return [{ action: 't', resources: ['*', 1] }];",
-        "resources must be a non-empty list of strings",
+        BAD_RESOURCES,
     ),
     "non-string action": (
         "return [{ action: 5, resources: ['*'] }];",
-        "action must be a non-empty string",
+        BAD_ACTION,
     ),
     "empty action": (
         "return [{ action: '', resources: ['*'] }];",
-        "action must be a non-empty string",
+        BAD_ACTION,
     ),
-    "missing action": ("return [{ resources: ['*'] }];", "action must be a non-empty string"),
+    "missing action": ("return [{ resources: ['*'] }];", BAD_ACTION),
     "unknown member": (
         "return [{ action: 't', resources: ['*'], reason: 'x' }];",
-        "unknown member 'reason'",
+        UNKNOWN_MEMBER,
     ),
     "save not a list": (
         "return [{ action: 't', resources: ['*'], save: '*' }];",
-        "save must be a list of strings",
+        BAD_SAVE,
     ),
     "metadata not an object": (
         "return [{ action: 't', resources: ['*'], metadata: [] }];",
@@ -343,7 +348,7 @@ INVALID_PROJECTIONS = {
     ),
     "second projection invalid": (
         "return [{ action: 't', resources: ['*'] }, { action: 't' }];",
-        "resources must be a non-empty list of strings",
+        BAD_RESOURCES,
     ),
 }
 
@@ -614,23 +619,45 @@ def test_validate_projections_keeps_order_and_nested_metadata() -> None:
         ((({"action": "a", "resources": ["*"]}),), "a non-empty list of projections is required"),
         ([None], "each projection must be an object"),
         ([["a"]], "each projection must be an object"),
-        ([{"action": "a"}], "resources must be a non-empty list of strings"),
-        ([{"action": "a", "resources": []}], "resources must be a non-empty list of strings"),
-        ([{"action": "a", "resources": "*"}], "resources must be a non-empty list of strings"),
-        ([{"action": "a", "resources": [None]}], "resources must be a non-empty list of strings"),
-        ([{"action": 1, "resources": ["*"]}], "action must be a non-empty string"),
-        ([{"action": "", "resources": ["*"]}], "action must be a non-empty string"),
-        ([{"resources": ["*"]}], "action must be a non-empty string"),
-        ([{"action": "a", "resources": ["*"], "save": "*"}], "save must be a list of strings"),
-        ([{"action": "a", "resources": ["*"], "save": [1]}], "save must be a list of strings"),
-        ([{"action": "a", "resources": ["*"], "save": None}], "save must be a list of strings"),
+        ([{"action": "a"}], BAD_RESOURCES),
+        ([{"action": "a", "resources": []}], BAD_RESOURCES),
+        ([{"action": "a", "resources": "*"}], BAD_RESOURCES),
+        ([{"action": "a", "resources": [None]}], BAD_RESOURCES),
+        ([{"action": 1, "resources": ["*"]}], BAD_ACTION),
+        ([{"action": "", "resources": ["*"]}], BAD_ACTION),
+        ([{"resources": ["*"]}], BAD_ACTION),
+        ([{"action": "a", "resources": ["*"], "save": "*"}], BAD_SAVE),
+        ([{"action": "a", "resources": ["*"], "save": [1]}], BAD_SAVE),
+        ([{"action": "a", "resources": ["*"], "save": None}], BAD_SAVE),
         ([{"action": "a", "resources": ["*"], "metadata": []}], "metadata must be an object"),
         ([{"action": "a", "resources": ["*"], "metadata": None}], "metadata must be an object"),
-        ([{"action": "a", "resources": ["*"], "extra": 1}], "unknown member 'extra'"),
-        ([{"action": "a", "resources": ["*"], "b": 1, "a": 2}], "unknown member 'a'"),
+        ([{"action": "a", "resources": ["*"], "extra": 1}], UNKNOWN_MEMBER),
+        ([{"action": "a", "resources": ["*"], "b": 1, "a": 2}], UNKNOWN_MEMBER),
     ],
 )
 def test_validate_projections_rejects(value: Any, reason: str) -> None:
     with pytest.raises(WorkerHostError) as caught:
         validate_projections(value)
     assert (caught.value.code, caught.value.message) == projection_problem(reason)
+
+
+@pytest.mark.parametrize(
+    ("projection", "message"),
+    [
+        ({"action": "a" * 257, "resources": ["*"]},
+         BAD_ACTION),
+        ({"action": "a", "resources": ["*"] * 65},
+         BAD_RESOURCES),
+        ({"action": "a", "resources": ["x" * 4097]},
+         BAD_RESOURCES),
+        ({"action": "a", "resources": ["*"], "save": ["*" * 4097]},
+         BAD_SAVE),
+    ],
+)
+def test_projections_are_bounded_because_matching_costs_their_product(
+    projection: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(WorkerHostError) as caught:
+        validate_projections([projection])
+    assert caught.value.message == f"The tool's permission projection is invalid: {message}."
+    assert validate_projections([{"action": "a" * 256, "resources": ["x" * 4096] * 64}])

@@ -248,9 +248,10 @@ def test_every_requested_call_settles_with_tool_completed(
     ("returned", "reason"),
     [
         ("[]", "a non-empty list of projections is required"),
-        ("[{ action: 'x', resources: [] }]", "resources must be a non-empty list of strings"),
+        ("[{ action: 'x', resources: [] }]",
+         "resources must be 1 to 64 strings of at most 4096 characters"),
         ("[{ action: 'x', resources: ['*'], save: undefined }]", "it is not plain JSON"),
-        ("[{ action: 'x', resources: ['*'], extra: 1 }]", "unknown member 'extra'"),
+        ("[{ action: 'x', resources: ['*'], extra: 1 }]", "a projection has an unknown member"),
     ],
 )
 def test_an_invalid_permissions_answer_fails_the_turn(
