@@ -172,7 +172,11 @@ class PluginRunner:
 
     async def _start(self, plugin: PluginCode) -> Isolate:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, Isolate, self._runtime, self._limits)
+        try:
+            return await loop.run_in_executor(self._executor, Isolate, self._runtime,
+                                              self._limits)
+        except RuntimeError as exc:  # the host's worker threads were shut down
+            raise WorkerHostError("host_closed", "The host was closed.") from exc
 
     async def _close(self, isolate: Isolate) -> None:
         await asyncio.get_running_loop().run_in_executor(self._executor, isolate.close)

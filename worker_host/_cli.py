@@ -25,6 +25,7 @@ from ._cli_turns import (
     add_session_commands,
     client_for,
     print_inspect,
+    printable,
     run_session_command,
 )
 from ._config import CONFIG_VARIABLE, load_config, read_trusted_keys
@@ -216,8 +217,9 @@ async def _run(args: argparse.Namespace) -> int:
                 print(json.dumps([tool.to_json() for tool in tools], indent=2, ensure_ascii=False))
             else:
                 for tool in tools:
-                    print(f"{tool.name}  [{tool.plugin_id}]\n  {tool.description}\n"
-                          f"  input: {json.dumps(tool.input_schema, ensure_ascii=False)}")
+                    print(printable(f"{tool.name}  [{tool.plugin_id}]"))
+                    print(printable(f"  {tool.description}"))
+                    print(f"  input: {json.dumps(tool.input_schema)}")
         elif args.group == "tools" and args.command == "call":
             tool_input = _json_argument(args.input, "--input")
             outcome = await host.session(args.session).call_tool(

@@ -23,6 +23,12 @@ from ._turns import PermissionAnswer, Reply
 REPLIES = ("once", "always", "reject")
 
 
+def printable(text: object) -> str:
+    """Plugin-chosen text for a terminal: control and bidi characters escaped,
+    so a bundle cannot inject escape sequences or fake lines."""
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in str(text))
+
+
 class CliClient:
     """Answers from flags, else from a person at the terminal, else nobody."""
 
@@ -37,10 +43,14 @@ class CliClient:
         if not self._interactive:
             return None
         resources = ", ".join(request["resources"])
-        prompt = (f"Allow {request['toolId']} to {request['action']} {resources}? "
-                  "[o]nce, [a]lways, [r]eject: ")
+        saves = ", ".join(request.get("save") or []) or "nothing (acts like once)"
+        prompt = printable(f"Allow {request['toolId']} to {request['action']} {resources}? "
+                           f"(always saves: {saves}) ") + "[o]nce, [a]lways, [r]eject: "
         while True:
-            reply = (await asyncio.to_thread(_ask, prompt)).strip().lower()
+            line = await asyncio.to_thread(_ask, prompt)
+            if line == "":  # end of input: nobody can answer
+                return None
+            reply = line.strip().lower()
             for choice in REPLIES:
                 if reply and choice.startswith(reply):
                     return PermissionAnswer(choice)  # type: ignore[arg-type]
@@ -53,7 +63,8 @@ class CliClient:
         answers = []
         for prompt in request["questions"]:
             labels = [option["label"] for option in prompt["options"]]
-            text = f"{prompt['header']}: {prompt['question']} ({' / '.join(labels)}) "
+            question = f"{prompt['header']}: {prompt['question']} ({' / '.join(labels)})"
+            text = printable(question) + " "
             answer = (await asyncio.to_thread(_ask, text)).strip()
             if not answer:
                 return None
@@ -159,7 +170,7 @@ async def run_session_command(args: argparse.Namespace, host: Host, json_argumen
                 print(json.dumps(events, indent=2, ensure_ascii=False))
             else:
                 for event in events:
-                    print(_event_line(event))
+                    print(printable(_event_line(event)))
         return 0
     return _catalog(session, args)
 
@@ -181,12 +192,12 @@ def _catalog(session: Session, args: argparse.Namespace) -> int:
         print(json.dumps(document, indent=2, ensure_ascii=False))
         return 0
     for tool in document["tools"]:
-        print(f"tool   {tool['name']}  [{tool['pluginId']}]")
+        print(printable(f"tool   {tool['name']}  [{tool['pluginId']}]"))
     for skill in document["skills"]:
-        print(f"skill  {skill['id']}  [{skill['pluginId']}]  {skill['description']}")
+        print(printable(f"skill  {skill['id']}  [{skill['pluginId']}]  {skill['description']}"))
     for agent in document["agents"]:
-        print(f"agent  {agent['id']}  [{agent['pluginId']}]  {agent['description']}")
-    print(f"default agent: {document['defaultAgent'] or '-'}")
+        print(printable(f"agent  {agent['id']}  [{agent['pluginId']}]  {agent['description']}"))
+    print(printable(f"default agent: {document['defaultAgent'] or '-'}"))
     return 0
 
 
@@ -207,8 +218,8 @@ def print_inspect(report: dict[str, Any], as_json: bool) -> None:
     print(f"signed by    {pin['signer'] or '-'}")
     print(f"fingerprint  {report['fingerprint']}")
     print(f"shape        {report['shape']}")
-    print(f"tools        {', '.join(tool['id'] for tool in report['tools']) or '-'}")
+    print(printable(f"tools        {', '.join(t['id'] for t in report['tools']) or '-'}"))
     print(f"hooks        {', '.join(report['hooks']) or '-'}")
-    print(f"skills       {', '.join(skill['id'] for skill in report['skills']) or '-'}")
-    print(f"agents       {', '.join(agent['id'] for agent in report['agents']) or '-'}")
-    print(f"default      {report['defaultAgent'] or '-'}")
+    print(printable(f"skills       {', '.join(s['id'] for s in report['skills']) or '-'}"))
+    print(printable(f"agents       {', '.join(a['id'] for a in report['agents']) or '-'}"))
+    print(printable(f"default      {report['defaultAgent'] or '-'}"))

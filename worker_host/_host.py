@@ -155,7 +155,11 @@ class Host:
         self.close()
 
     async def __aenter__(self) -> Host:
-        await self.start()
+        try:
+            await self.start()
+        except BaseException:
+            self.close()
+            raise
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -45,6 +45,9 @@ class IsolateLimits:
     max_operations: int = 10_000
 
     def __post_init__(self) -> None:
+        for name, value in vars(self).items():
+            _require(isinstance(value, int) and not isinstance(value, bool),
+                     f"{name} must be a whole number")
         _require(self.cpu_time_ms >= 1, "cpu_time_ms must be at least 1")
         _require(self.wall_time_ms >= self.cpu_time_ms, "wall_time_ms must be >= cpu_time_ms")
         _require(self.memory_bytes >= 16 * MiB, "memory_bytes must be at least 16 MiB")

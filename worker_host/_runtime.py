@@ -79,6 +79,10 @@ class GuestRuntime:
         if cache_dir is None:
             return wasmtime.Module(self.engine, self._snapshot())
         path = cache_dir / f"guest-{self._cache_key()}.cwasm"
+        if not _private_to_us(cache_dir):
+            # Serialized modules are native code: never load one from a folder
+            # someone else could have written to. Compile, and cache nothing.
+            return wasmtime.Module(self.engine, self._snapshot())
         if path.is_file():
             try:
                 return wasmtime.Module.deserialize_file(self.engine, str(path))
@@ -131,6 +135,18 @@ class GuestRuntime:
                 engine.increment_epoch()
 
         threading.Thread(target=tick, name="worker-host-epoch", daemon=True).start()
+
+
+def _private_to_us(folder: Path) -> bool:
+    """True when `folder` is missing (it will be made 0700) or is ours and
+    writable by nobody else."""
+    try:
+        info = folder.stat()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return info.st_uid == os.getuid() and not info.st_mode & 0o022
 
 
 def export_func(exports: InstanceExports, name: str) -> wasmtime.Func:

@@ -189,14 +189,15 @@ class _Waiting:
     settled: asyncio.Future[Resolution]
 
 
-# Requests waiting for an answer, per session: an `always` reply elsewhere in the
-# session resolves the ones its saved patterns now allow.
-_waiting: dict[str, dict[str, _Waiting]] = {}
+# Requests waiting for an answer, per store and session: an `always` reply
+# elsewhere in the session resolves the ones its saved patterns now allow.
+_waiting: dict[tuple[int, str], dict[str, _Waiting]] = {}
 
 
-def _release_saved(session_id: str, saved: Sequence[SavedPermission]) -> None:
-    for waiting in list(_waiting.get(session_id, {}).values()):
-        if waiting.settled.done():
+def _release_saved(key: tuple[int, str], saved: Sequence[SavedPermission]) -> None:
+    loop = asyncio.get_running_loop()
+    for waiting in list(_waiting.get(key, {}).values()):
+        if waiting.settled.done() or waiting.settled.get_loop() is not loop:
             continue
         request = waiting.request
         resolution = resolve_projection(waiting.ruleset, saved, request["action"],
@@ -476,7 +477,7 @@ class Turn:
             patterns = request.get("save") or []
             settings.store.save_permissions(settings.session_id,
                                             [(request["action"], p) for p in patterns])
-            _release_saved(settings.session_id, [
+            _release_saved((id(settings.store), settings.session_id), [
                 SavedPermission(action, pattern)
                 for action, pattern in settings.store.saved_permissions(settings.session_id)])
         return answer.reply != "reject"
@@ -487,7 +488,7 @@ class Turn:
         if settings.client is None:
             return Resolution("deny", "default")
         settled: asyncio.Future[Resolution] = asyncio.get_running_loop().create_future()
-        waiting = _waiting.setdefault(settings.session_id, {})
+        waiting = _waiting.setdefault((id(settings.store), settings.session_id), {})
         waiting[request["id"]] = _Waiting(request, settings.ruleset, settled)
         asking = asyncio.ensure_future(settings.client.permission(request))
         racing: set[asyncio.Future[Any]] = {asking, settled}
