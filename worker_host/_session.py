@@ -224,10 +224,24 @@ class Session:
         return Activation("session", revision.revision_id, revision.version, self.id)
 
     def catalog(self) -> Catalog:
-        """The effective catalog: host plugins, then this session's."""
+        """The effective catalog: host plugins, then this session's.
+
+        Raises `catalog_conflict` when the host's plugins changed since this
+        session's revision was made and now clash with it (a tool, Skill or
+        Agent id declared in both scopes): nothing is shadowed silently.
+        """
         host = self._host
         host_revision = host._host_revision()
         revision = self.revision()
+        try:
+            check_catalog(host_revision.pins, revision.pins, host.config.default_agent)
+        except WorkerHostError as error:
+            raise WorkerHostError(
+                "catalog_conflict",
+                f"Session {self.id}'s plugins conflict with the host's: "
+                f"{error.message.removeprefix('The revision is invalid: ')} "
+                "Remove or replace the session's plugin.",
+            ) from error
         return catalog(host_revision.pins, host_activation(host_revision), revision.pins,
                        self._activation(revision), host._pinned_bundle, host.config.default_agent)
 
