@@ -149,11 +149,22 @@ def _redirect_target(response: httpx.Response, allow_http_loopback: bool) -> str
 
 
 async def _read_capped(response: httpx.Response, max_bytes: int, noun: str) -> bytes:
+    """The body's exact bytes, refused past `max_bytes` while streaming.
+
+    The request asks for `identity`; a server that compresses anyway is
+    refused rather than decoded, because decoding (stacked codings
+    included) could expand a few bytes into gigabytes before any cap.
+    """
+    encoding = response.headers.get("content-encoding", "identity").strip().lower()
+    if encoding not in ("", "identity"):
+        raise BundleLoaderError(
+            "request_failed", f"the server sent a compressed {noun}, which is not accepted"
+        )
     declared = response.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > max_bytes:
         raise _too_large(max_bytes, noun)
     body = bytearray()
-    async for chunk in response.aiter_bytes():
+    async for chunk in response.aiter_raw():
         body += chunk
         if len(body) > max_bytes:
             raise _too_large(max_bytes, noun)

@@ -581,3 +581,16 @@ def test_foreign_errors_keep_their_cause_but_not_their_text(unknown_host: str) -
 def test_unmapped_foreign_errors_become_safe_codes(exc: Exception, code: str, message: str) -> None:
     err = _translate(exc, FetchLimits())
     assert (err.code, err.message) == (code, message)
+
+
+def test_a_compressed_body_is_refused_without_being_decoded(
+    https_server: LoopbackServer, tls_ca: ThrowawayCA
+) -> None:
+    import gzip
+
+    bomb = gzip.compress(gzip.compress(b"\0" * (64 * 1024 * 1024)))
+    https_server.serve("/bomb.mjs", bomb, headers={"Content-Encoding": "gzip, gzip"})
+    err = fetch_error(https_server.url("/bomb.mjs"), ca_bundle=tls_ca.ca_file)
+    assert (err.code, err.message) == (
+        "request_failed", "the server sent a compressed bundle, which is not accepted"
+    )
