@@ -11,11 +11,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import heapq
 import math
 import os
 import secrets
 import stat
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal, TypeVar
 
 from ._errors import CapabilityError, file_error
@@ -28,6 +30,10 @@ MAX_WORKDIR_LENGTH = 1024
 """Longest Session workdir, in UTF-16 code units as the contract counts string length."""
 
 _MAX_SAFE_INTEGER = 2**53 - 1
+# File operations have threads of their own: a guest that makes them slow
+# (deep symlink trees, huge directories) must not starve the default pool,
+# which validates tool inputs and resolves host names for every session.
+_FILE_THREADS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="workspace-files")
 _ATTEMPTS = 4  # walks retried when the tree changes under them, then `io`
 _READ_CHUNK = 65_536
 _OS_CODES = {
@@ -198,7 +204,8 @@ class WorkspaceFiles:
         return value
 
     async def _run(self, operation: Callable[[Cursor], _T]) -> _T:
-        return await asyncio.to_thread(self._run_sync, operation)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(_FILE_THREADS, self._run_sync, operation)
 
     def _run_sync(self, operation: Callable[[Cursor], _T]) -> _T:
         """Runs `operation` below a fresh root descriptor, mapping OS failures to codes."""
@@ -306,21 +313,49 @@ def _list(
         fd = _open_leaf(name, flags, cursor.fd())
     try:
         with os.scandir(fd) as scan:
-            found = [(_display_name(entry.name), entry) for entry in scan]
+            # Keep only the entries that can be on this page: a huge directory
+            # costs its count, not its listing, in memory.
+            total = 0
+            kept: list[tuple[str, str]] = []
+            for entry in scan:
+                total += 1
+                kept.append((entry.name, _entry_kind(entry)))
+                if len(kept) > 2 * (offset - 1 + limit) + 1024:
+                    kept = _first(kept, offset - 1 + limit)
     finally:
         os.close(fd)
-    found.sort(key=lambda item: item[0].encode("utf-16-be"))
-    page = found[offset - 1 : offset - 1 + limit]
-    return [(name, _kind(cursor, directory, entry)) for name, entry in page], len(found)
+    page = _first(kept, offset - 1 + limit)[offset - 1 :]
+    return [(_display_name(name), _kind(cursor, directory, name, kind))
+            for name, kind in page], total
 
 
-def _kind(cursor: Cursor, directory: list[str], entry: os.DirEntry[str]) -> EntryKind:
+def _first(entries: list[tuple[str, str]], count: int) -> list[tuple[str, str]]:
+    """The first `count` entries in listing order (names by UTF-16 code units)."""
+    return heapq.nsmallest(count, entries,
+                           key=lambda entry: _display_name(entry[0]).encode("utf-16-be"))
+
+
+def _entry_kind(entry: os.DirEntry[str]) -> str:
+    """An entry's own kind from the directory listing; `link` for a symlink."""
     try:
-        if not entry.is_symlink():
-            if entry.is_dir(follow_symlinks=False):
-                return "directory"
-            return "file" if entry.is_file(follow_symlinks=False) else "other"
-        target = cursor.walk([*directory, entry.name], follow_last=True)
+        if entry.is_symlink():
+            return "link"
+        if entry.is_dir(follow_symlinks=False):
+            return "directory"
+        return "file" if entry.is_file(follow_symlinks=False) else "other"
+    except OSError:
+        return "other"
+
+
+# A symlink's kind in a listing is worth a short walk, not a long one per entry.
+_LISTED_LINK_STEPS = 256
+
+
+def _kind(cursor: Cursor, directory: list[str], name: str, kind: str) -> EntryKind:
+    if kind != "link":
+        return kind  # type: ignore[return-value]
+    try:
+        target = cursor.walk([*directory, name], follow_last=True, budget=_LISTED_LINK_STEPS)
     except (CapabilityError, Raced, OSError):
         return "other"
     if target.is_directory:

@@ -25,6 +25,8 @@ MAX_SYMLINKS = 40
 
 MAX_PATH_BYTES = 4095
 """PATH_MAX less its NUL. A longer path fails as the OS would fail it: `io`."""
+MAX_WALK_STEPS = 4096
+"""Components one walk may visit, links followed included."""
 
 _CACHED_DIRECTORIES = 16
 """Descriptors a walk keeps open; deeper ancestors are reopened by name when `..` needs them."""
@@ -132,20 +134,27 @@ class Cursor:
             fd = self._open_directory(fd, self._names[index], index + 1)
         return fd
 
-    def walk(self, parts: list[str], *, follow_last: bool, create_parents: bool = False) -> Target:
+    def walk(self, parts: list[str], *, follow_last: bool, create_parents: bool = False,
+             budget: int = MAX_WALK_STEPS) -> Target:
         """Walks `parts` from the root, resolving symlinks inside it.
 
         The last component is followed when it is a symlink only if
         `follow_last`. Missing intermediate directories are created when
         `create_parents`; otherwise the walk stops at the first missing or
         non-directory component. Raises `invalid_path` for a link that leaves
-        the root, `..` above the root, or more than `MAX_SYMLINKS` links;
-        `Raced` when the tree changed under the walk; `OSError` otherwise.
+        the root, `..` above the root, more than `MAX_SYMLINKS` links, or more
+        than `budget` components in all (links can each hold thousands of
+        `d/..` steps); `Raced` when the tree changed under the walk; `OSError`
+        otherwise.
         """
         self._reset()
         pending = deque(parts)
         links = 0
+        steps = 0
         while pending:
+            steps += 1
+            if steps > budget:
+                raise file_error("invalid_path")
             name = pending.popleft()
             if name == "..":
                 self._ascend()
