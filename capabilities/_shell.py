@@ -57,12 +57,22 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # (through a symlink) outside the workspace. Resolving in the sandbox means
 # symlinks resolve exactly as the command would see them.
 _LAUNCHER = """exec 2>&1
+ulimit -c 0
+ulimit -v %(address_space_kib)d
+ulimit -f %(file_blocks)d
 cd "$2" 2>/dev/null || { printf 1; exit 0; }
 case "$(pwd -P)" in "$1"|"$1"/*) ;; *) printf 2; exit 0;; esac
 unset OLDPWD
 printf 0
 exec /bin/sh -c -- "$3"
 """
+# Per-process limits inside the sandbox (the shell's `ulimit`, set before the
+# command runs): no core dumps, at most 4 GiB of address space and 1 GiB per
+# file. What no rlimit bounds (process count, total memory, the size of the
+# tmpfs /tmp) needs cgroups; see the README.
+_LAUNCHER = _LAUNCHER % {"address_space_kib": 4 * 1024 * 1024, "file_blocks": 2 * 1024 * 1024}
+# The artifact keeps the first 64 MiB of output; past that it is `incomplete`.
+MAX_ARTIFACT_BYTES = 64 * 1024 * 1024
 _STATUS_STARTED = b"0"
 _STATUS_ESCAPES = b"2"
 
@@ -259,6 +269,8 @@ class _Artifact:
     def __init__(self, root: str) -> None:
         self.id = str(uuid.uuid4())
         self.path = "/".join((*_ARTIFACT_DIR, f"{self.id}.log"))
+        self.written = 0
+        self.capped = False  # output past MAX_ARTIFACT_BYTES was left out
         dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
             for name in _ARTIFACT_DIR:
@@ -281,6 +293,11 @@ class _Artifact:
             os.close(dir_fd)
 
     def write(self, data: bytes) -> None:
+        room = MAX_ARTIFACT_BYTES - self.written
+        if len(data) > room:
+            self.capped = True
+            data = data[: max(room, 0)]
+        self.written += len(data)
         view = memoryview(data)
         while view:
             view = view[os.write(self._fd, view) :]
@@ -414,7 +431,9 @@ class _Run:
         await sandbox.reap()
         if self._output.artifact is not None:
             self._output.artifact.close()
-        state: Literal["complete", "incomplete"] = "incomplete" if timed_out else "complete"
+        capped = self._output.artifact is not None and self._output.artifact.capped
+        state: Literal["complete", "incomplete"] = (
+            "incomplete" if timed_out or capped else "complete")
         if self._on_output is not None:
             await self._report(state)
         text, truncated = self._output.text(final=True)
