@@ -7,7 +7,7 @@ import contextlib
 import os
 import socket
 import ssl
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import httpx
@@ -39,6 +39,9 @@ class FetchedBundle:
     sha256: str
 
 
+TransportFactory = Callable[[ssl.SSLContext], httpx.AsyncBaseTransport]
+
+
 async def fetch_bundle(
     url: str,
     *,
@@ -46,6 +49,7 @@ async def fetch_bundle(
     allow_http_loopback: bool = False,
     ca_bundle: str | os.PathLike[str] | None = None,
     expected_sha256: str | None = None,
+    transport: TransportFactory | None = None,
 ) -> FetchedBundle:
     """Fetch the bundle at ``url`` with one ``GET`` and return its bytes and digest.
 
@@ -56,7 +60,9 @@ async def fetch_bundle(
     at most ``limits.max_bytes``; the whole call must finish within
     ``limits.timeout_seconds``. Trust: exactly the PEM file ``ca_bundle`` if
     given, else the file in ``SSL_CERT_FILE`` if set, else certifi's bundle.
-    Proxy and .netrc settings in the environment are ignored.
+    Proxy and .netrc settings in the environment are ignored. ``transport``,
+    when given, makes the connections (given the TLS context to verify with):
+    a caller's network policy, such as one refusing private addresses.
 
     Failure codes: ``invalid_url`` (the URL or a redirect target breaks a
     rule), ``invalid_sha256`` (``expected_sha256`` is malformed),
@@ -67,7 +73,8 @@ async def fetch_bundle(
     """
     check_bundle_url(url, allow_http_loopback=allow_http_loopback)
     expected = None if expected_sha256 is None else normalize_sha256(expected_sha256)
-    final_url, data = await fetch_checked_url(url, limits, allow_http_loopback, ca_bundle)
+    final_url, data = await fetch_checked_url(url, limits, allow_http_loopback, ca_bundle,
+                                              transport=transport)
     digest = sha256_hex(data)
     if expected is not None and digest != expected:
         raise BundleLoaderError(
@@ -84,6 +91,7 @@ async def fetch_checked_url(
     *,
     noun: str = "bundle",
     not_found: BundleLoaderError | None = None,
+    transport: TransportFactory | None = None,
 ) -> tuple[str, bytes]:
     """The shared fetch behind ``fetch_bundle``: return the final URL and the body.
 
@@ -94,7 +102,8 @@ async def fetch_checked_url(
     """
     context = tls_context(ca_bundle)
     with _translated_errors(limits):
-        return await _download(url, limits, allow_http_loopback, context, noun, not_found)
+        return await _download(url, limits, allow_http_loopback, context, noun, not_found,
+                               None if transport is None else transport(context))
 
 
 async def _download(
@@ -104,8 +113,10 @@ async def _download(
     context: ssl.SSLContext,
     noun: str,
     not_found: BundleLoaderError | None,
+    transport: httpx.AsyncBaseTransport | None,
 ) -> tuple[str, bytes]:
     async with httpx.AsyncClient(
+        transport=transport,
         verify=context,
         trust_env=False,
         follow_redirects=False,

@@ -50,7 +50,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from ._digest import normalize_sha256
 from ._errors import BundleLoaderError
-from ._fetch import fetch_checked_url
+from ._fetch import TransportFactory, fetch_checked_url
 from ._limits import FetchLimits
 from ._urls import check_bundle_url
 
@@ -263,6 +263,7 @@ async def fetch_signature(
     limits: FetchLimits = _DEFAULT_LIMITS,
     allow_http_loopback: bool = False,
     ca_bundle: str | os.PathLike[str] | None = None,
+    transport: TransportFactory | None = None,
 ) -> bytes:
     """Fetch the signature file of the bundle at ``bundle_url`` and return its bytes.
 
@@ -288,6 +289,7 @@ async def fetch_signature(
         allow_http_loopback,
         ca_bundle,
         noun="signature file",
+        transport=transport,
         not_found=BundleLoaderError(
             "signature_missing", "the bundle has no signature file (HTTP status 404)"
         ),

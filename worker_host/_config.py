@@ -7,6 +7,7 @@
   "allowHttpLoopback": false,
   "trustedKeys": ["keys/release.pub"],
   "network": {"allowLoopback": false, "allowPrivate": false},
+  "bundleNetwork": {"allowLoopback": true, "allowPrivate": false},
   "shell": {"enabled": true, "network": false},
   "workspaceFiles": true,
   "limits": {"cpuTimeMs": 5000, "wallTimeMs": 60000, "memoryBytes": 134217728,
@@ -108,7 +109,7 @@ def load_config(path: str | os.PathLike[str]) -> HostConfig:
     top = _object(document, "the file", {
         "dataDir", "caBundle", "allowHttpLoopback", "trustedKeys", "network", "shell",
         "workspaceFiles", "limits", "fetch", "plugins", "permissions", "permissionMatching",
-        "approval", "defaultAgent",
+        "approval", "defaultAgent", "bundleNetwork",
     })
     folder = file.parent
 
@@ -168,6 +169,14 @@ def load_config(path: str | os.PathLike[str]) -> HostConfig:
         approval_wait_ms=wait,
         default_agent=default_agent,
     )
+    bundles = _object(top.get("bundleNetwork", {}), "bundleNetwork",
+                      {"allowLoopback", "allowPrivate"})
+    config = replace(config, bundle_network=NetworkPolicy(
+        allow_loopback=_typed(bundles.get("allowLoopback", True), "bundleNetwork.allowLoopback",
+                              bool),
+        allow_private=_typed(bundles.get("allowPrivate", False), "bundleNetwork.allowPrivate",
+                             bool),
+    ))
     limits = _mapped(top, "limits", _LIMITS)
     fetch = _mapped(top, "fetch", _FETCH)
     try:

@@ -11,7 +11,9 @@ import hashlib
 import json
 import os
 import re
+import ssl
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +29,7 @@ from bundle_loader import (
     fetch_signature,
     verify_signature,
 )
+from capabilities import NetworkPolicy
 
 from ._activation import Activation, PluginRunner
 from ._call_scope import CallScope, CapabilityPolicy
@@ -76,6 +79,11 @@ class HostConfig:
       defaults (`SSL_CERT_FILE` is honoured when this is unset).
     - `allow_http_loopback`: accept plain `http` bundle URLs on loopback hosts,
       for development only.
+    - `bundle_network`: where bundle and signature fetches may connect,
+      checked on every hop against DNS rebinding. By default private,
+      link-local (cloud metadata) and other non-public addresses are refused
+      and loopback is allowed, for development; a hosted service whose
+      sessions add bundles should refuse loopback too.
     - `trust`: trusted signing keys. When set, a bundle is pinned only with a
       valid detached signature (`URL.sig`, or one given) by one of them, and
       the signature is re-checked against the pinned digest every time the
@@ -98,6 +106,8 @@ class HostConfig:
     fetch_limits: FetchLimits = field(default_factory=FetchLimits)
     isolate_limits: IsolateLimits = field(default_factory=IsolateLimits)
     capabilities: CapabilityPolicy = field(default_factory=CapabilityPolicy)
+    bundle_network: NetworkPolicy = field(
+        default_factory=lambda: NetworkPolicy(allow_loopback=True))
     trust: TrustPolicy | None = None
     host_plugins: tuple[HostPlugin, ...] = ()
     permissions: tuple[PermissionRule, ...] = ()
@@ -123,10 +133,16 @@ async def fetch(
             allow_http_loopback=config.allow_http_loopback,
             ca_bundle=config.ca_bundle,
             expected_sha256=expected_sha256,
+            transport=_policy_transport(config.bundle_network),
         )
     except BundleLoaderError as exc:
         raise WorkerHostError(exc.code, exc.message) from exc
     return fetched.data, fetched.sha256
+
+
+def _policy_transport(policy: NetworkPolicy) -> Callable[[ssl.SSLContext], Any]:
+    """Connections for bundle fetches through `policy`, with the fetch's own trust."""
+    return lambda context: policy.transport(tls_context=context)
 
 
 class Host:
@@ -304,6 +320,7 @@ class Host:
                 limits=self.config.fetch_limits,
                 allow_http_loopback=self.config.allow_http_loopback,
                 ca_bundle=self.config.ca_bundle,
+                transport=_policy_transport(self.config.bundle_network),
             )
             signer = verify_signature(signature, sha256, trust)
         except BundleLoaderError as exc:
