@@ -180,7 +180,10 @@ class PlainFetch:
     async def _result(
         self, response: httpx.Response, request: _Request, redirected: bool
     ) -> dict[str, Any]:
-        body = await read_body(response, self._max_bytes)
+        # HEAD, 1xx, 204 and 304 answers have no body, whatever Content-Length says.
+        bodiless = request.method == "HEAD" or response.status_code in (204, 304) or (
+            100 <= response.status_code < 200)
+        body = b"" if bodiless else await read_body(response, self._max_bytes)
         reason = response.extensions.get("reason_phrase", b"")
         return {
             "url": str(request.url.copy_with(fragment=None)),

@@ -99,7 +99,7 @@ class ShellPolicy:
     """
 
     enabled: bool = True
-    network: bool = False
+    network: bool = False  # shares the host's network namespace: no NetworkPolicy applies
     env: Mapping[str, str] = field(default_factory=lambda: DEFAULT_SHELL_ENV)
 
     def __post_init__(self) -> None:

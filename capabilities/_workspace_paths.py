@@ -183,9 +183,17 @@ class Cursor:
         return Target(list(self._names), None, None, [])
 
     def _link_parts(self, target: str) -> list[str]:
-        """The components a link's target stands for; an absolute one restarts at the root."""
+        """The components a link's target stands for; an absolute one restarts at the root.
+
+        A target that is not UTF-8 is `invalid_path`: the guest could never
+        name what it leads to, and its text could not travel as JSON.
+        """
         if not target:
             raise file_error("not_found")
+        try:
+            target.encode("utf-8")
+        except UnicodeEncodeError:
+            raise file_error("invalid_path") from None
         parts = [part for part in target.split("/") if part not in ("", ".")]
         if not target.startswith("/"):
             return parts

@@ -164,7 +164,9 @@ def build_bundle(
         meta_file = Path(scratch, "meta.json")
         command = [
             os.fspath(esbuild),
-            entry_path.name,
+            # out=in form: the name is never read as an option, and an = in it
+            # is not taken for this form.
+            "bundle=./" + entry_path.name,
             *_ESBUILD_FLAGS,
             f"--outfile={bundle_file}",
             f"--metafile={meta_file}",

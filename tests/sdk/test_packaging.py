@@ -619,3 +619,11 @@ def test_contract_shout_example_type_checks_against_the_declarations(tmp_path: P
         check=False,
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
+
+
+def test_an_entry_named_like_an_option_is_still_a_file(tmp_path: Path) -> None:
+    entry = tmp_path / "--outdir=elsewhere.mjs"
+    entry.write_text("export default { id: 'example.odd', setup() {} };\n")
+    bundle = build_bundle(entry)
+    assert b"example.odd" in bundle
+    assert not (tmp_path / "elsewhere").exists()
