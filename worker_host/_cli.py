@@ -118,6 +118,8 @@ def _parser() -> argparse.ArgumentParser:
                       help="call inside this Turn (default: a Turn of its own)")
     call.add_argument("--approve", choices=REPLIES,
                       help="answer every permission request with this reply")
+    call.add_argument("--wait-remote", action="store_true",
+                      help="wait for 'turns reply' (from any process) to answer approvals")
     call.add_argument("--answer", metavar="JSON",
                       help="answers to the tool's questions, e.g. '[[\"yes\"]]'")
 
@@ -222,9 +224,11 @@ async def _run(args: argparse.Namespace) -> int:
                     print(f"  input: {json.dumps(tool.input_schema)}")
         elif args.group == "tools" and args.command == "call":
             tool_input = _json_argument(args.input, "--input")
-            outcome = await host.session(args.session).call_tool(
-                args.name, tool_input, turn_id=args.turn, client=client_for(args, _json_argument)
-            )
+            session = host.session(args.session)
+            client = (session.remote_replies() if args.wait_remote
+                      else client_for(args, _json_argument))
+            outcome = await session.call_tool(args.name, tool_input, turn_id=args.turn,
+                                              client=client)
             if not outcome.ok:
                 _print_error(str(outcome.code), str(outcome.message))
                 return EXIT_FAILED

@@ -117,6 +117,16 @@ def add_session_commands(
     end.add_argument("--session", required=True)
     end.add_argument("turn_id", metavar="TURN_ID")
     end.add_argument("--text", default="", help="the model's visible text")
+    pending = turn_commands.add_parser("pending", parents=[common],
+                                       help="permission requests waiting for a reply")
+    pending.add_argument("--session", required=True)
+    pending.add_argument("--json", action="store_true")
+    reply = turn_commands.add_parser("reply", parents=[common],
+                                     help="answer a waiting permission request")
+    reply.add_argument("--session", required=True)
+    reply.add_argument("request_id", metavar="REQUEST_ID")
+    reply.add_argument("reply", choices=REPLIES)
+    reply.add_argument("--message", help="a message for the model with a reject")
     events = turn_commands.add_parser("events", parents=[common], help="a Turn's events")
     events.add_argument("--session", required=True)
     events.add_argument("turn_id", metavar="TURN_ID")
@@ -164,6 +174,16 @@ async def run_session_command(args: argparse.Namespace, host: Host, json_argumen
         elif args.command == "end":
             outcome = await session.turn(args.turn_id).end(args.text)
             print(f"ended {outcome['turnId']}: {outcome['kind']}")
+        elif args.command == "pending":
+            requests = session.pending_requests()
+            if args.json:
+                print(json.dumps(requests, indent=2, ensure_ascii=False))
+            for request in [] if args.json else requests:
+                print(printable(f"{request['id']}  {request['toolId']}  {request['action']}  "
+                                f"{', '.join(request['resources'])}"))
+        elif args.command == "reply":
+            session.reply_permission(args.request_id, args.reply, args.message)
+            print(f"replied {args.reply} to {args.request_id}")
         else:
             events = session.turn(args.turn_id).events()
             if args.json:

@@ -33,7 +33,7 @@ from ._revisions import (
 )
 from ._storage import Pin, Revision
 from ._tools import ToolResult
-from ._turns import Catalog, Client, ToolCall, Turn, TurnSettings
+from ._turns import Catalog, Client, RemoteReplies, ToolCall, Turn, TurnSettings
 
 if TYPE_CHECKING:
     from ._host import Host
@@ -335,6 +335,27 @@ class Session:
         if turn_id is None:
             await turn.end(result.text)
         return result
+
+    def remote_replies(self) -> RemoteReplies:
+        """A client for `begin_turn`/`call_tool` whose permission requests wait
+        for `reply_permission`, from this process or any other (source `remote`)."""
+        return RemoteReplies(self._host._store, self.id)
+
+    def pending_requests(self) -> list[dict[str, Any]]:
+        """Permission requests of this session waiting for a remote reply."""
+        return self._host._store.pending_permission_requests(self.id)
+
+    def reply_permission(self, request_id: str, reply: str, message: str | None = None) -> None:
+        """Answers a waiting permission request with `once`, `always` or `reject`.
+
+        Raises `invalid_reply`, or `request_not_pending` when no such request
+        of this session is waiting.
+        """
+        if reply not in ("once", "always", "reject"):
+            raise WorkerHostError("invalid_reply", "A reply is once, always or reject.")
+        if not self._host._store.reply_permission(self.id, request_id, reply, message):
+            raise WorkerHostError("request_not_pending",
+                                  f"Session {self.id} has no pending request {request_id!r}.")
 
     def skills(self) -> list[tuple[str, Skill]]:
         """The catalog's Skills with the plugin that declares each."""

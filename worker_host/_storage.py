@@ -75,6 +75,13 @@ CREATE TABLE IF NOT EXISTS turn_events (
     event TEXT NOT NULL,
     PRIMARY KEY (turn_id, seq)
 );
+CREATE TABLE IF NOT EXISTS permission_requests (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    request TEXT NOT NULL,
+    reply TEXT,
+    message TEXT
+);
 CREATE TABLE IF NOT EXISTS host_state (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     config_sha256 TEXT NOT NULL,
@@ -357,6 +364,41 @@ class SqliteStore:
             return [json.loads(row[0]) for row in db.execute(
                 "SELECT event FROM turn_events WHERE turn_id = ? ORDER BY seq", (turn_id,))]
 
+
+    def add_permission_request(self, session_id: str, request: dict[str, Any]) -> None:
+        """Records a request that waits for a reply from any process."""
+        with self._transaction() as db:
+            db.execute("INSERT INTO permission_requests (id, session_id, request) VALUES (?, ?, ?)",
+                       (request["id"], session_id, json.dumps(request, ensure_ascii=False)))
+
+    def pending_permission_requests(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's requests that wait for a reply, oldest first."""
+        with self._transaction() as db:
+            return [json.loads(row[0]) for row in db.execute(
+                "SELECT request FROM permission_requests WHERE session_id = ? AND reply IS NULL "
+                "ORDER BY rowid", (session_id,))]
+
+    def reply_permission(self, session_id: str, request_id: str, reply: str,
+                         message: str | None) -> bool:
+        """Stores the reply of a waiting request; False when none was waiting."""
+        with self._transaction() as db:
+            done = db.execute(
+                "UPDATE permission_requests SET reply = ?, message = ? "
+                "WHERE id = ? AND session_id = ? AND reply IS NULL",
+                (reply, message, request_id, session_id))
+            return done.rowcount == 1
+
+    def permission_reply(self, request_id: str) -> tuple[str, str | None] | None:
+        with self._transaction() as db:
+            row = db.execute("SELECT reply, message FROM permission_requests WHERE id = ?",
+                             (request_id,)).fetchone()
+        return None if row is None or row[0] is None else (str(row[0]), row[1])
+
+    def close_permission_request(self, request_id: str) -> None:
+        """Withdraws a request that was settled otherwise (saved, timeout, Turn ended)."""
+        with self._transaction() as db:
+            db.execute("UPDATE permission_requests SET reply = COALESCE(reply, 'withdrawn') "
+                       "WHERE id = ?", (request_id,))
 
     def host_state(self) -> tuple[str, list[dict[str, Any]]] | None:
         """The config digest the host revision was built from, and its failed plugins."""

@@ -119,10 +119,15 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class PermissionAnswer:
-    """A client's reply to a permission request."""
+    """A client's reply to a permission request.
+
+    `source` is how the approval event records it: `callback` for the
+    embedding host's client, `remote` for a reply submitted to the session.
+    """
 
     reply: Reply
     message: str | None = None
+    source: Literal["callback", "remote"] = "callback"
 
 
 class Client(Protocol):
@@ -135,6 +140,36 @@ class Client(Protocol):
     async def permission(self, request: dict[str, Any]) -> PermissionAnswer | None: ...
 
     async def question(self, request: dict[str, Any]) -> list[list[str]] | None: ...
+
+
+class RemoteReplies:
+    """A client that waits for replies submitted to the session from any process.
+
+    Each permission request is recorded for `Session.pending_requests` and
+    answered by `Session.reply_permission` (in this process or another); the
+    approval is recorded with source `remote`. Questions cannot be answered
+    this way and are dismissed.
+    """
+
+    POLL_SECONDS = 0.1
+
+    def __init__(self, store: SqliteStore, session_id: str) -> None:
+        self._store = store
+        self._session_id = session_id
+
+    async def permission(self, request: dict[str, Any]) -> PermissionAnswer | None:
+        self._store.add_permission_request(self._session_id, request)
+        try:
+            while True:
+                answer = self._store.permission_reply(request["id"])
+                if answer is not None and answer[0] in ("once", "always", "reject"):
+                    return PermissionAnswer(answer[0], answer[1], "remote")  # type: ignore[arg-type]
+                await asyncio.sleep(self.POLL_SECONDS)
+        finally:
+            self._store.close_permission_request(request["id"])
+
+    async def question(self, request: dict[str, Any]) -> list[list[str]] | None:
+        return None
 
 
 class TurnFailed(WorkerHostError):
@@ -469,7 +504,7 @@ class Turn:
                     f"No answer to the permission request for {tool.id} within {wait} ms.")
             return False
         event = {**resolved, "decision": "deny" if answer.reply == "reject" else "allow",
-                 "source": "callback", "reply": answer.reply}
+                 "source": answer.source, "reply": answer.reply}
         if answer.reply == "reject" and answer.message:
             event["replyMessage"] = answer.message
         self._emit(event)
