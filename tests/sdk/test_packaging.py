@@ -507,41 +507,8 @@ def test_packaging_error_keeps_code_and_message_through_pickling() -> None:
 # ---------------------------------------------------------------------------------------------
 # type declarations
 
-CONTRACT_SHOUT_TS = """import {
-  asString,
-  definePlugin,
-  PluginError,
-  type ToolDeclaration,
-} from '@zephyrcloudio/harness-plugin';
-
-interface ShoutInput {
-  readonly text: string;
-}
-
-const shout: ToolDeclaration<ShoutInput> = {
-  id: 'shout',
-  description: 'Uppercase a short string.',
-  inputSchema: {
-    type: 'object',
-    properties: { text: { type: 'string', minLength: 1 } },
-    required: ['text'],
-    additionalProperties: false,
-  },
-  permissions: async () => [{ action: 'shout', resources: ['*'], save: ['*'] }],
-  execute: async (input) => {
-    const text = asString(input.text);
-    if (text === undefined) throw new PluginError({ message: 'Shout input is invalid.' });
-    return text.toUpperCase();
-  },
-};
-
-export default definePlugin({
-  id: 'example.shout',
-  setup: (context) => {
-    context.tools.register(shout);
-  },
-});
-"""
+# The contract's opening example, kept unchanged in examples/shout-ts.
+CONTRACT_SHOUT_TS = (EXAMPLES / "shout-ts" / "plugin.ts").read_text(encoding="utf-8")
 
 # Each line must be a type error; an unused `@ts-expect-error` fails the check, so this proves
 # the declarations are precise rather than `any`.
