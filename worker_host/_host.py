@@ -211,14 +211,7 @@ class Host:
         workdir = self._store.session_workdir(session_id)
         if workdir is None:
             raise WorkerHostError("session_not_found", f"No session named {session_id!r}.")
-        workspace = self.config.data_dir / "workspaces" / session_id
-        try:
-            workspace.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise WorkerHostError(
-                "store_failed", "The session's workspace could not be created."
-            ) from exc
-        return Session(self, session_id, workdir, workspace)
+        return Session(self, session_id, workdir, self._workspace(session_id))
 
     async def start(self) -> None:
         """Activates the host revision when the configured host plugins changed.
@@ -275,14 +268,16 @@ class Host:
 
     def _host_scope(self) -> CallScope:
         """Host plugins' capabilities, over the host scope's own workspace."""
-        workspace = self.config.data_dir / "workspaces" / HOST_SCOPE
+        return CallScope.for_workspace(self._workspace(HOST_SCOPE), self.config.capabilities)
+
+    def _workspace(self, scope: str) -> Path:
+        """A scope's workspace directory (`/workspace` to its plugins), made if missing."""
+        workspace = self.config.data_dir / "workspaces" / scope
         try:
             workspace.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise WorkerHostError(
-                "store_failed", "The host scope's workspace could not be created."
-            ) from exc
-        return CallScope.for_workspace(workspace, self.config.capabilities)
+            raise WorkerHostError("store_failed", "A workspace could not be created.") from exc
+        return workspace
 
     def session_ids(self) -> list[str]:
         """Every session's id, sorted."""
